@@ -1,0 +1,33 @@
+"""Loom's entrypoints: routes only; everything else lives in chalicelib/."""
+
+from chalice import Chalice, Response
+
+from chalicelib import web
+from chalicelib.deps import get_deps
+
+app = Chalice(app_name="loom")
+
+_BODY_TYPES = [
+    "application/json",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "application/octet-stream",
+]
+
+
+def _respond(answer: web.Answer) -> Response:
+    status, body, headers = answer
+    return Response(
+        body=body, status_code=status, headers={"Content-Type": "application/json", **headers}
+    )
+
+
+@app.route("/healthz", methods=["GET"])
+def healthz() -> Response:
+    return _respond(web.health(get_deps()))
+
+
+@app.route("/v1/{op_name}", methods=["POST"], content_types=_BODY_TYPES)
+def invoke_op(op_name: str) -> Response:
+    request = app.current_request
+    return _respond(web.handle_op(op_name, request.raw_body, request.headers, get_deps()))

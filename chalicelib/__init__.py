@@ -1,0 +1,1 @@
+"""Loom: the memory service for AI agents."""

@@ -1,0 +1,123 @@
+"""Tokens, roles and read scopes, resolved into the Caller every op runs as."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from chalicelib.errors import BadRequestError, UnauthorizedError
+
+if TYPE_CHECKING:
+    from chalicelib.deps import Deps
+
+Role = Literal["viewer", "writer", "admin", "org_admin"]
+ReadScope = Literal["namespace", "own_user", "own_session"]
+ROLES: tuple[Role, ...] = ("viewer", "writer", "admin", "org_admin")
+READ_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user", "own_session")
+TOKEN_PREFIX = "loom_"
+
+
+def role_allows(have: str, need: str) -> bool:
+    """True when role `have` is at least role `need`."""
+    return ROLES.index(have) >= ROLES.index(need)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the org is always known; namespace and user only when a token pins them."""
+
+    org: str
+    role: Role
+    namespace: str | None = None
+    read_scope: ReadScope = "namespace"
+    read_user_id: str | None = None
+    principal: str | None = None  # kind:subject of a token; None with auth off
+
+    @property
+    def bounded(self) -> bool:
+        """A token bounded to one user or session, not namespace-wide."""
+        return self.read_scope != "namespace"
+
+
+def local_caller(org: str) -> Caller:
+    """The single user of a server running with LOOM_AUTH=off."""
+    return Caller(org=org, role="org_admin")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token of an `Authorization: Bearer` header, if any (header names are case-blind)."""
+    for name, value in headers.items():
+        if name.lower() == "authorization":
+            scheme, _, token = value.strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            raise UnauthorizedError("Authorization header must be 'Bearer <token>'")
+    return None
+
+
+def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
+    """The Caller of an HTTP request under the deployment's LOOM_AUTH mode."""
+    if deps.settings.auth == "off":
+        return local_caller(deps.settings.org)
+    token = bearer_token(headers)
+    if token is None:
+        raise UnauthorizedError(
+            "this server needs 'Authorization: Bearer <token>'; mint one with `loom token mint`"
+        )
+    from chalicelib.store.tokens import find_live_token
+
+    with deps.pool.connection() as conn:
+        row = find_live_token(conn, hash_token(token))
+    if row is None:
+        raise UnauthorizedError("unknown or revoked token")
+    return Caller(
+        org=row["org"],
+        role=row["role"],
+        namespace=row["namespace"],
+        read_scope=row["read_scope"],
+        read_user_id=row["read_user_id"],
+        principal=f"token:{row['subject']}",
+    )
+
+
+def mint_token(
+    deps: Deps,
+    *,
+    org: str,
+    role: str,
+    namespace: str | None = None,
+    read_scope: str = "namespace",
+    read_user_id: str | None = None,
+    subject: str | None = None,
+) -> str:
+    """Store a new token (hashed) and return it; the plain token is never stored."""
+    if role not in ROLES:
+        raise BadRequestError(f"role must be one of {', '.join(ROLES)}")
+    if read_scope not in READ_SCOPES:
+        raise BadRequestError(f"read scope must be one of {', '.join(READ_SCOPES)}")
+    if read_user_id and read_scope != "own_user":
+        raise BadRequestError("--read-user-id needs --read-scope own_user")
+    if not org:
+        raise BadRequestError("a token needs an org")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    from chalicelib.store.tokens import insert_token
+
+    with deps.pool.connection() as conn:
+        insert_token(
+            conn,
+            token_hash=hash_token(token),
+            org=org,
+            role=role,
+            namespace=namespace,
+            read_scope=read_scope,
+            read_user_id=read_user_id,
+            subject=subject or secrets.token_hex(8),
+        )
+    return token

@@ -1,0 +1,154 @@
+"""The `loom` command: serve, migrate, token mint, settings set."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from chalicelib.config import BOOT_ONLY, Settings, setting_name, with_overrides
+from chalicelib.deps import Deps, set_deps
+from chalicelib.errors import LoomError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
+    """Embedded database + migrations + `chalice local` + the scheduled workers beside it."""
+    from chalicelib.store.migrate import migrate
+    from chalicelib.workers.schedule import run_forever
+
+    settings = deps.settings
+    if not settings.database_url:
+        _say(f"Starting the embedded PostgreSQL in {Path(settings.data_dir).resolve()} ...")
+    url = deps.database_url()
+    applied = migrate(url)
+    _say(f"Database ready ({len(applied)} migration(s) applied).")
+    env = dict(os.environ, LOOM_DATABASE_URL=url)
+    chalice = Path(sys.executable).parent / "chalice"
+    port = str(args.port or settings.port)
+    cmd = [str(chalice), "local", "--host", "127.0.0.1", "--port", port, "--stage", "local"]
+    child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env)
+    _say(
+        f"Loom is serving on http://127.0.0.1:{port} (auth {settings.auth}, org {settings.org});"
+        " Ctrl-C stops it and keeps the data."
+    )
+    stop = threading.Event()
+    workers = threading.Thread(target=run_forever, args=(deps, stop), daemon=True)
+    workers.start()
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        _say("Stopping ...")
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        return 0
+    finally:
+        stop.set()
+        deps.close()
+
+
+def cmd_migrate(args: argparse.Namespace, deps: Deps) -> int:
+    from chalicelib.store.migrate import migrate
+
+    applied = migrate(deps.database_url())
+    print(f"applied: {', '.join(applied)}" if applied else "up to date")
+    return 0
+
+
+def cmd_token_mint(args: argparse.Namespace, deps: Deps) -> int:
+    from chalicelib.auth import mint_token
+
+    token = mint_token(
+        deps,
+        org=args.org,
+        role=args.role,
+        namespace=args.namespace,
+        read_scope=args.read_scope,
+        read_user_id=args.read_user_id,
+        subject=args.subject,
+    )
+    _say(f"Minted a {args.role} token for org {args.org}. It is shown once; store it now.")
+    print(token)
+    return 0
+
+
+def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
+    from chalicelib.store.live_settings import set_setting
+
+    name = setting_name(args.name)
+    if name not in Settings.model_fields:
+        raise LoomError(f"unknown setting {args.name!r}; see README.md for the list")
+    if name in BOOT_ONLY:
+        raise LoomError(f"{args.name} is read at start only: set LOOM_{name.upper()} and restart")
+    try:
+        with_overrides(deps.settings, {name: args.value})
+    except ValidationError as exc:
+        raise LoomError(f"invalid value for {name}: {exc.errors()[0]['msg']}") from exc
+    with deps.pool.connection() as conn:
+        set_setting(conn, name, args.value)
+    print(f"{name} = {args.value} (live; servers pick it up within their refresh interval)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loom", description="Loom: the memory service.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the HTTP API and the workers")
+    serve.add_argument("--port", type=int, default=None, help="default LOOM_PORT (7777)")
+    serve.set_defaults(fn=cmd_serve)
+
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
+
+    token = sub.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
+    mint = token.add_parser("mint", help="mint a token (printed as the last line)")
+    mint.add_argument("--org", required=True)
+    mint.add_argument("--role", required=True, choices=["viewer", "writer", "admin", "org_admin"])
+    mint.add_argument("--namespace", default=None, help="bind the token to one namespace")
+    mint.add_argument(
+        "--read-scope", default="namespace", choices=["namespace", "own_user", "own_session"]
+    )
+    mint.add_argument("--read-user-id", default=None, help="pin an own_user token to one user")
+    mint.add_argument("--subject", default=None, help="who the token is for (its principal)")
+    mint.set_defaults(fn=cmd_token_mint)
+
+    settings = sub.add_parser("settings", help="live settings").add_subparsers(
+        dest="action", required=True
+    )
+    set_cmd = settings.add_parser("set", help="change a live setting without a restart")
+    set_cmd.add_argument("name")
+    set_cmd.add_argument("value")
+    set_cmd.set_defaults(fn=cmd_settings_set)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    deps = Deps()
+    set_deps(deps)
+    try:
+        return int(args.fn(args, deps))
+    except LoomError as exc:
+        _say(f"error: {exc.message}")
+        return 2
+    finally:
+        if args.command != "serve":
+            deps.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

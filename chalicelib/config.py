@@ -1,0 +1,101 @@
+"""Settings read from LOOM_* environment variables; no I/O beyond the environment."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Settings that shape the process itself: read once at start, never from the database.
+BOOT_ONLY = frozenset(
+    {
+        "auth",
+        "org",
+        "port",
+        "data_dir",
+        "database_url",
+        "migrate_on_start",
+        "llm_provider",
+        "llm_model",
+        "llm_base_url",
+        "llm_api_key",
+        "embedder",
+        "embed_model",
+        "embed_base_url",
+        "embed_api_key",
+        "embed_dim",
+        "pool_max_size",
+    }
+)
+
+
+class Settings(BaseSettings):
+    """Every LOOM_* setting, with the spec's names and defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LOOM_", extra="ignore", validate_default=True, populate_by_name=True
+    )
+
+    # Process and deployment.
+    auth: Literal["off", "tokens"] = "off"
+    org: str = "local"
+    port: int = 7777
+    data_dir: str = ".loom"
+    database_url: str | None = None
+    migrate_on_start: bool = True
+    pool_max_size: int = Field(default=8, ge=1, le=100)
+    settings_refresh_seconds: float = Field(default=5.0, ge=0)
+
+    # Providers.
+    llm_provider: Literal["fake", "openai"] = "fake"
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("LOOM_LLM_BASE_URL", "OPENAI_BASE_URL")
+    )
+    llm_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("LOOM_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    embedder: Literal["local", "openai", "fake"] = "local"
+    embed_model: str = ""
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    embed_dim: int = Field(default=0, ge=0, le=16000)
+
+    # Conversations.
+    conversation_search_min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
+    conversation_search_excerpt_chars: int = Field(default=240, ge=1, le=10000)
+    conversation_titler_enabled: bool = True
+    conversation_titler_interval_minutes: int = Field(default=15, ge=1)
+    conversation_titler_window_hours: int = Field(default=168, ge=1)
+    conversation_titler_min_turns: int = Field(default=4, ge=1)
+    conversation_titler_max_threads_per_pass: int = Field(default=10, ge=1)
+    retention_conversations_days: int = Field(default=0, ge=0)
+    tiering_conversations_warm_days: int = Field(default=0, ge=0)
+    retention_interval_minutes: int = Field(default=60, ge=1)
+    memory_search_fanout_max_namespaces: int = Field(default=16, ge=1, le=1000)
+
+    # Session briefs.
+    session_brief_llm: bool = True
+    session_brief_llm_model: str = ""
+    session_brief_window_chars: int = Field(default=24000, ge=1000)
+    session_brief_max_windows: int = Field(default=4, ge=1)
+
+    # MCP.
+    mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
+
+
+def setting_name(raw: str) -> str:
+    """Normalise `LOOM_FOO_BAR` or `foo_bar` to the field name `foo_bar`."""
+    name = raw.strip().lower()
+    return name[len("loom_") :] if name.startswith("loom_") else name
+
+
+def with_overrides(base: Settings, overrides: dict[str, Any]) -> Settings:
+    """A copy of `base` with live values applied and validated; boot-only names are skipped."""
+    live = {k: v for k, v in overrides.items() if k in Settings.model_fields and k not in BOOT_ONLY}
+    if not live:
+        return base
+    merged = base.model_dump()
+    merged.update(live)
+    return Settings.model_validate(merged)

@@ -1,0 +1,124 @@
+"""The one wiring point: builds the pool, providers and live settings lazily, on first use."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from chalicelib.config import Settings, setting_name, with_overrides
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from chalicelib.providers.embedder import Embedder
+    from chalicelib.providers.llm import LLM
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Deps:
+    """What handlers and workers need; anything not passed in is built from the settings."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        pool: ConnectionPool | None = None,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ):
+        self.settings = settings or Settings()
+        self.clock = clock
+        self._pool = pool
+        self._embedder = embedder
+        self._llm = llm
+        self._lock = threading.RLock()
+        self._live: Settings | None = None
+        self._live_read_at = 0.0
+
+    def database_url(self) -> str:
+        """The configured database, or the embedded one started in LOOM_DATA_DIR."""
+        if self.settings.database_url:
+            return self.settings.database_url
+        from chalicelib.store.embedded import start_embedded
+
+        return start_embedded(self.settings.data_dir)
+
+    @property
+    def pool(self) -> ConnectionPool:
+        with self._lock:
+            if self._pool is None:
+                from chalicelib.store.migrate import migrate
+                from chalicelib.store.pool import open_pool
+
+                url = self.database_url()
+                if self.settings.migrate_on_start:
+                    migrate(url)
+                self._pool = open_pool(url, max_size=self.settings.pool_max_size)
+            return self._pool
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                from chalicelib.providers.embedder import build_embedder
+
+                self._embedder = build_embedder(self.settings)
+            return self._embedder
+
+    @property
+    def llm(self) -> LLM:
+        with self._lock:
+            if self._llm is None:
+                from chalicelib.providers.llm import build_llm
+
+                self._llm = build_llm(self.settings)
+            return self._llm
+
+    def live(self) -> Settings:
+        """Settings with the database's live values applied, re-read every refresh interval."""
+        now = time.monotonic()
+        with self._lock:
+            fresh = now - self._live_read_at < self.settings.settings_refresh_seconds
+            if self._live is not None and fresh:
+                return self._live
+        from chalicelib.store.live_settings import load_settings
+
+        with self.pool.connection() as conn:
+            stored = load_settings(conn)
+        live = with_overrides(self.settings, {setting_name(k): v for k, v in stored.items()})
+        with self._lock:
+            self._live, self._live_read_at = live, now
+        return live
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+
+_current: Deps | None = None
+_current_lock = threading.Lock()
+
+
+def get_deps() -> Deps:
+    """The process-wide Deps, built from the environment on first use."""
+    global _current
+    with _current_lock:
+        if _current is None:
+            _current = Deps()
+        return _current
+
+
+def set_deps(deps: Deps | None) -> None:
+    """Swap the process-wide Deps (tests, the CLI)."""
+    global _current
+    with _current_lock:
+        _current = deps

@@ -1,0 +1,28 @@
+"""Identity fields every op shares, with the spec's '-' defaults."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+# Names of orgs and namespaces: printable, no spaces, bounded.
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s\x00]+$")]
+Ident = Annotated[str, StringConstraints(max_length=256)]
+
+
+class OpInput(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+
+
+class OpOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OrgScoped(OpInput):
+    org: Name
+    namespace: Name
+
+
+class AgentScoped(OrgScoped):
+    agent: Ident

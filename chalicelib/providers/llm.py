@@ -1,0 +1,125 @@
+"""Chat models: `openai` (any OpenAI-compatible server), the stock `fake`, and a scripted fake."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class LLMError(Exception):
+    """The model call failed or its answer did not parse."""
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    data: dict[str, Any] | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model: str = ""
+
+
+class LLM(Protocol):
+    name: str
+    answers: bool  # False for the stock fake: callers skip work that needs a model
+
+    def complete(
+        self, system: str, user: str, *, json_output: bool = False, model: str | None = None
+    ) -> LLMResult: ...
+
+
+class FakeLLM:
+    """The stock fake: answers nothing, so it extracts nothing and titles nothing."""
+
+    name = "fake"
+    answers = False
+
+    def complete(
+        self, system: str, user: str, *, json_output: bool = False, model: str | None = None
+    ) -> LLMResult:
+        return LLMResult(text="", data={} if json_output else None, model=self.name)
+
+
+@dataclass
+class ScriptedLLM:
+    """A test fake that answers from a queue and records every prompt it was sent."""
+
+    replies: deque[str | Exception] = field(default_factory=deque)
+    prompts: list[tuple[str, str]] = field(default_factory=list)
+    name: str = "scripted"
+    answers: bool = True
+
+    def complete(
+        self, system: str, user: str, *, json_output: bool = False, model: str | None = None
+    ) -> LLMResult:
+        self.prompts.append((system, user))
+        reply = self.replies.popleft() if self.replies else ""
+        if isinstance(reply, Exception):
+            raise reply
+        return _result(reply, json_output, len(system + user) // 4, len(reply) // 4, self.name)
+
+
+class OpenAILLM:
+    """Any OpenAI-compatible chat-completions server, reached through the `openai` client."""
+
+    answers = True
+
+    def __init__(self, *, model: str, base_url: str | None, api_key: str | None):
+        self.name = model
+        self._base_url = base_url
+        self._api_key = api_key
+        self._client: Any = None
+
+    def _openai(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self._base_url, api_key=self._api_key or "unset", max_retries=1
+            )
+        return self._client
+
+    def complete(
+        self, system: str, user: str, *, json_output: bool = False, model: str | None = None
+    ) -> LLMResult:
+        extra = {"response_format": {"type": "json_object"}} if json_output else {}
+        try:
+            resp = self._openai().chat.completions.create(
+                model=model or self.name,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                **extra,
+            )
+        except Exception as exc:
+            raise LLMError(f"model call failed: {exc}") from exc
+        text = resp.choices[0].message.content or ""
+        usage = resp.usage
+        return _result(
+            text,
+            json_output,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+            resp.model or self.name,
+        )
+
+
+def _result(text: str, json_output: bool, tokens_in: int, tokens_out: int, model: str) -> LLMResult:
+    data = None
+    if json_output:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise LLMError(f"model answer is not JSON: {text[:80]!r}") from exc
+        if not isinstance(data, dict):
+            raise LLMError("model answer is JSON but not an object")
+    return LLMResult(text, data, tokens_in, tokens_out, model)
+
+
+def build_llm(settings: Any) -> LLM:
+    """The chat model the settings name."""
+    if settings.llm_provider == "openai":
+        return OpenAILLM(
+            model=settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key
+        )
+    return FakeLLM()

@@ -1,0 +1,216 @@
+"""The op registry: `@op` declares an op beside its handler; `call` runs one for HTTP and MCP."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from chalicelib.auth import Caller, ReadScope, Role, role_allows
+from chalicelib.errors import (
+    BadRequestError,
+    ForbiddenError,
+    LoomError,
+    UnknownOpError,
+    ValidationFailedError,
+)
+from chalicelib.observability import logger
+
+if TYPE_CHECKING:
+    from chalicelib.config import Settings
+    from chalicelib.deps import Deps
+
+OpKind = Literal["read", "write", "idempotent"]
+McpListing = Literal["core", "all", "none"]  # core listing, ?toolset=all only, or not listed
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """What a handler runs with: who is calling, and the wired dependencies."""
+
+    caller: Caller
+    deps: Deps
+
+    def live(self) -> Settings:
+        return self.deps.live()
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    fn: Callable[[Any, OpContext], BaseModel]
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    role: Role
+    kind: OpKind
+    audited: bool
+    mcp: McpListing
+    scopes: frozenset[ReadScope]  # read scopes whose tokens may call it
+
+
+@dataclass
+class CallResult:
+    body: dict[str, Any]
+    ignored: list[str] = field(default_factory=list)
+
+
+_OPS: dict[str, OpSpec] = {}
+
+
+def op(
+    name: str,
+    *,
+    role: Role,
+    kind: OpKind,
+    audited: bool = False,
+    mcp: McpListing = "all",
+    scopes: tuple[ReadScope, ...] = ("namespace",),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `fn(inp: InputModel, ctx: OpContext) -> OutputModel` as op `name`."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        hints = typing.get_type_hints(fn)
+        first = next(iter(inspect.signature(fn).parameters))
+        _OPS[name] = OpSpec(
+            name=name,
+            fn=fn,
+            input_model=hints[first],
+            output_model=hints["return"],
+            role=role,
+            kind=kind,
+            audited=audited,
+            mcp=mcp,
+            scopes=frozenset(scopes),
+        )
+        return fn
+
+    return register
+
+
+def registered() -> dict[str, OpSpec]:
+    """Every op, with the plane modules imported so their decorators have run."""
+    import chalicelib.ops  # noqa: F401
+
+    return _OPS
+
+
+def parse_body(raw: bytes | str | None) -> dict[str, Any]:
+    """A JSON object from a request body; anything else is a 400."""
+    if raw is None or (isinstance(raw, bytes | str) and not raw.strip()):
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequestError(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequestError("body must be a JSON object")
+    return body
+
+
+def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
+    """Fill identity fields from the caller and refuse any that reach outside it."""
+    fields = spec.input_model.model_fields
+    if "org" in fields:
+        if body.get("org") in (None, ""):
+            body["org"] = caller.org
+        elif body["org"] != caller.org:
+            raise ForbiddenError(f"this token belongs to org {caller.org!r}")
+    if "namespace" in fields and caller.namespace is not None:
+        if body.get("namespace") in (None, ""):
+            body["namespace"] = caller.namespace
+        elif body["namespace"] != caller.namespace:
+            raise ForbiddenError(f"this token is bound to namespace {caller.namespace!r}")
+    if caller.read_user_id is not None and "user_id" in fields:
+        if body.get("user_id") in (None, ""):
+            body["user_id"] = caller.read_user_id
+        elif body["user_id"] != caller.read_user_id:
+            raise ForbiddenError("this token acts for one user only; user_id names another")
+
+
+def _check_access(spec: OpSpec, caller: Caller) -> None:
+    if not role_allows(caller.role, spec.role):
+        raise ForbiddenError(f"{spec.name} needs role {spec.role}; this token is {caller.role}")
+    if caller.read_scope not in spec.scopes:
+        raise ForbiddenError(
+            f"{spec.name} is refused under a token bounded to {caller.read_scope}"
+            " (its rows have no axis that bounds them)"
+        )
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:10]:
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _validate(spec: OpSpec, body: dict[str, Any]) -> tuple[BaseModel, list[str]]:
+    known = spec.input_model.model_fields
+    ignored = sorted(k for k in body if k not in known)
+    clean = {k: v for k, v in body.items() if k in known}
+    try:
+        return spec.input_model.model_validate(clean), ignored
+    except ValidationError as exc:
+        raise ValidationFailedError(_validation_message(exc)) from exc
+
+
+def _audit(spec: OpSpec, inp: BaseModel, caller: Caller, deps: Deps) -> None:
+    from chalicelib.store.audit import write_audit
+
+    digest = hashlib.sha256(inp.model_dump_json().encode()).hexdigest()
+    with deps.pool.connection() as conn:
+        write_audit(
+            conn,
+            org=caller.org,
+            namespace=str(getattr(inp, "namespace", "")),
+            op=spec.name,
+            principal=caller.principal or "local",
+            body_sha256=digest,
+        )
+
+
+def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallResult:
+    """Run op `name` for `caller`: access, identity, validation, handler, audit, one log line."""
+    started = time.perf_counter()
+    status, namespace = 200, body.get("namespace") if isinstance(body, dict) else None
+    try:
+        spec = registered().get(name)
+        if spec is None:
+            raise UnknownOpError(f"no op named {name!r}; POST /v1/<op> with a registered op")
+        _check_access(spec, caller)
+        body = dict(body)
+        _fill_identity(spec, body, caller)
+        namespace = body.get("namespace")
+        inp, ignored = _validate(spec, body)
+        out = spec.fn(inp, OpContext(caller=caller, deps=deps))
+        if spec.audited:
+            _audit(spec, inp, caller, deps)
+        result = out.model_dump(mode="json")
+        result["ignored_args"] = ignored
+        return CallResult(result, ignored)
+    except LoomError as exc:
+        status = exc.status
+        raise
+    except Exception:
+        status = 500
+        logger.exception("op failed", extra={"op": name})
+        raise
+    finally:
+        logger.info(
+            "op",
+            extra={
+                "op": name,
+                "org": caller.org,
+                "namespace": namespace,
+                "status": status,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )

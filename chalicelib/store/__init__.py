@@ -1,0 +1,1 @@
+"""All SQL lives in this package."""

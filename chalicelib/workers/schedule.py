@@ -1,0 +1,40 @@
+"""The scheduled workers and their cadence; `loom serve` runs them beside `chalice local`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chalicelib.deps import Deps
+from chalicelib.observability import logger
+
+
+@dataclass(frozen=True)
+class ScheduledWorker:
+    name: str
+    every_seconds: Callable[[Deps], float]
+    run: Callable[[Deps], object]
+
+
+def scheduled_workers() -> list[ScheduledWorker]:
+    """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
+    return []
+
+
+def run_forever(deps: Deps, stop: threading.Event) -> None:
+    """Run each worker at its cadence until `stop` is set; a failing pass is logged, not fatal."""
+    workers = scheduled_workers()
+    due = {w.name: 0.0 for w in workers}
+    elapsed = 0.0
+    while not stop.is_set():
+        for worker in workers:
+            if elapsed >= due[worker.name]:
+                try:
+                    result = worker.run(deps)
+                    logger.info("worker pass", extra={"worker": worker.name, "result": result})
+                except Exception:
+                    logger.exception("worker pass failed", extra={"worker": worker.name})
+                due[worker.name] = elapsed + worker.every_seconds(deps)
+        stop.wait(1.0)
+        elapsed += 1.0

@@ -1,0 +1,69 @@
+"""Migrations, live settings and the CLI against the real database."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib import cli
+from chalicelib.auth import hash_token
+from chalicelib.store.migrate import is_migrated, migrate
+from tests.conftest import make_settings
+
+
+def test_migrations_are_safe_to_run_twice(database_url, pool):
+    assert migrate(database_url) == []
+    with pool.connection() as conn:
+        assert is_migrated(conn)
+
+
+@pytest.fixture
+def cli_env(monkeypatch, database_url):
+    """The CLI reads the same environment as the server."""
+    monkeypatch.setenv("LOOM_DATABASE_URL", database_url)
+    monkeypatch.setenv("LOOM_SETTINGS_REFRESH_SECONDS", "0")
+
+
+def test_token_mint_prints_the_token_last_and_stores_only_its_hash(cli_env, capsys, pool, org):
+    assert cli.main(["token", "mint", "--org", org, "--role", "writer", "--namespace", "ns"]) == 0
+    token = capsys.readouterr().out.strip().splitlines()[-1]
+    assert token.startswith("loom_")
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT token_hash, role, namespace FROM loom.tokens WHERE org = %s", (org,)
+        ).fetchall()
+    assert rows == [(hash_token(token), "writer", "ns")]
+    assert token not in str(rows)
+
+
+def test_settings_set_changes_a_live_setting_without_restart(cli_env, deps, pool):
+    before = deps.live().conversation_search_excerpt_chars
+    try:
+        assert cli.main(["settings", "set", "LOOM_CONVERSATION_SEARCH_EXCERPT_CHARS", "99"]) == 0
+        assert deps.live().conversation_search_excerpt_chars == 99
+    finally:
+        with pool.connection() as conn:
+            conn.execute(
+                "DELETE FROM loom.settings WHERE name = 'conversation_search_excerpt_chars'"
+            )
+    assert deps.live().conversation_search_excerpt_chars == before
+
+
+def test_settings_set_refuses_bad_values_and_boot_only_names(cli_env, capsys, pool):
+    assert cli.main(["settings", "set", "conversation_search_excerpt_chars", "lots"]) == 2
+    assert cli.main(["settings", "set", "LOOM_AUTH", "off"]) == 2
+    assert cli.main(["settings", "set", "no_such_setting", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid value" in err and "restart" in err and "unknown setting" in err
+    with pool.connection() as conn:
+        names = [r[0] for r in conn.execute("SELECT name FROM loom.settings").fetchall()]
+    assert "auth" not in names and "conversation_search_excerpt_chars" not in names
+
+
+def test_settings_defaults_match_the_spec():
+    s = make_settings()
+    assert s.conversation_search_excerpt_chars == 240
+    assert s.conversation_titler_window_hours == 168
+    assert s.conversation_titler_min_turns == 4
+    assert s.conversation_titler_max_threads_per_pass == 10
+    assert s.retention_conversations_days == 0
+    assert s.conversation_titler_enabled is True

@@ -1,0 +1,470 @@
+"""The conversation plane, transcript half: record, read, search and delete turns."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, field_validator
+
+from chalicelib.errors import BadRequestError, ValidationFailedError
+from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
+from chalicelib.ops.conversation_search import fan_out, search_turns
+from chalicelib.ops.turn_writer import embed_turn, embeddable_role
+from chalicelib.registry import OpContext, op
+from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
+from chalicelib.store import conversations as store
+from chalicelib.store.conversation_search import TurnFilter
+from chalicelib.store.namespaces import ensure_namespace, set_conversation_logging
+
+Role = Literal["user", "assistant", "system", "tool"]
+ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+MsgId = Annotated[str, StringConstraints(max_length=256)]
+Content = Annotated[str, StringConstraints(max_length=1_000_000)]
+MAX_METADATA_BYTES = 64 * 1024
+ANY_AGENT = ("", "-", "*")
+
+
+def _metadata_bounded(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None and len(json.dumps(value, default=str)) > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is larger than {MAX_METADATA_BYTES} bytes of JSON")
+    return value
+
+
+def _any_agent(agent: str) -> str | None:
+    """'' / '-' / '*' read every agent's turns; any other value reads that agent's."""
+    return None if agent in ANY_AGENT else agent
+
+
+def derive_msg_id(thread_id: str, role: str, content: str) -> str:
+    """The server's id for a turn sent without one: a hash of thread, role and content."""
+    digest = hashlib.sha256(f"{thread_id}\x1f{role}\x1f{content}".encode()).hexdigest()
+    return f"h-{digest[:32]}"
+
+
+# ---- set_logging ---------------------------------------------------------------------------
+
+
+class SetLoggingInput(OrgScoped):
+    enabled: bool
+
+
+class SetLoggingOutput(OpOutput):
+    namespace: str
+    enabled: bool
+
+
+@op(
+    "conversation.set_logging",
+    role="admin",
+    kind="idempotent",
+    audited=True,
+    mcp="none",
+)
+def set_logging(inp: SetLoggingInput, ctx: OpContext) -> SetLoggingOutput:
+    """Switch transcript recording for one namespace (off until an admin turns it on)."""
+    with ctx.deps.pool.connection() as conn:
+        enabled = set_conversation_logging(conn, inp.org, inp.namespace, inp.enabled)
+    return SetLoggingOutput(namespace=inp.namespace, enabled=enabled)
+
+
+# ---- append --------------------------------------------------------------------------------
+
+
+class AppendInput(AgentScoped):
+    thread_id: ThreadId
+    msg_id: MsgId = ""
+    role: Role
+    content: Content
+    reasoning: Content = ""
+    user_id: Ident = "-"
+    run_id: Ident = "-"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tokens: int = Field(default=0, ge=0, le=2**31 - 1)
+
+    _bounded = field_validator("metadata")(_metadata_bounded)
+
+
+class AppendOutput(OpOutput):
+    msg_id: str
+    ts: datetime
+    stored: bool
+    reason: Literal["", "duplicate", "logging_disabled", "deleted"]
+
+
+@op("conversation.append", role="writer", kind="idempotent", mcp="all")
+def append(inp: AppendInput, ctx: OpContext) -> AppendOutput:
+    """Log one turn, once; embed it for search when it is a plain user or assistant turn."""
+    deps = ctx.deps
+    msg_id = inp.msg_id or derive_msg_id(inp.thread_id, inp.role, inp.content)
+    key = (inp.org, inp.namespace, inp.thread_id, inp.agent, msg_id)
+    with deps.pool.connection() as conn:
+        recording, state = store.append_precheck(conn, *key)
+    if not recording:
+        return AppendOutput(msg_id=msg_id, ts=deps.clock(), stored=False, reason="logging_disabled")
+    if state is not None:
+        return _already(msg_id, state, deps.clock())
+    turn = store.NewTurn(
+        org=inp.org,
+        namespace=inp.namespace,
+        thread_id=inp.thread_id,
+        agent=inp.agent,
+        msg_id=msg_id,
+        role=inp.role,
+        content=inp.content,
+        reasoning=inp.reasoning,
+        user_id=inp.user_id,
+        run_id=inp.run_id,
+        metadata=inp.metadata,
+        tokens=inp.tokens,
+    )
+    with deps.pool.connection() as conn:
+        ts = store.insert_turn(conn, turn)
+        raced = None if ts is not None else store.turn_state(conn, *key)
+    if ts is None:
+        return _already(msg_id, raced or "live", deps.clock())
+    embeddable = embeddable_role(inp.role) and not reads_as_high(inp.content)
+    if embeddable and not embed_turn(deps, turn, ts):
+        return AppendOutput(msg_id=msg_id, ts=ts, stored=False, reason="deleted")
+    return AppendOutput(msg_id=msg_id, ts=ts, stored=True, reason="")
+
+
+def _already(msg_id: str, state: str, now: datetime) -> AppendOutput:
+    if state == "tombstoned":
+        return AppendOutput(msg_id=msg_id, ts=now, stored=False, reason="deleted")
+    return AppendOutput(msg_id=msg_id, ts=now, stored=True, reason="duplicate")
+
+
+# ---- create / update -----------------------------------------------------------------------
+
+
+class CreateInput(AgentScoped):
+    thread_id: ThreadId
+    title: Annotated[str, StringConstraints(max_length=1000)] = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    run_id: Ident = "-"
+    user_id: Ident = "-"
+
+    _bounded = field_validator("metadata")(_metadata_bounded)
+
+
+class CreateOutput(OpOutput):
+    thread_id: str
+    created_at: datetime
+
+
+@op("conversation.create", role="writer", kind="idempotent", mcp="none")
+def create(inp: CreateInput, ctx: OpContext) -> CreateOutput:
+    """Open (or re-open) a thread row: title, metadata and run_id up front."""
+    with ctx.deps.pool.connection() as conn:
+        ensure_namespace(conn, inp.org, inp.namespace)
+        written = store.upsert_thread(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            thread_id=inp.thread_id,
+            agent=inp.agent,
+            title=inp.title,
+            metadata=inp.metadata,
+            run_id=inp.run_id,
+            user_id=inp.user_id,
+        )
+    return CreateOutput(thread_id=inp.thread_id, created_at=written)
+
+
+class UpdateInput(AgentScoped):
+    thread_id: ThreadId
+    title: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    metadata: dict[str, Any] | None = None
+    run_id: Ident | None = None
+
+    _bounded = field_validator("metadata")(_metadata_bounded)
+
+
+class UpdateOutput(OpOutput):
+    updated: bool
+    thread_id: str
+    updated_at: datetime | None
+
+
+@op("conversation.update", role="writer", kind="idempotent", mcp="none")
+def update(inp: UpdateInput, ctx: OpContext) -> UpdateOutput:
+    """Change a thread's title, metadata (replaced whole) or run_id ("" detaches it)."""
+    run_id = None if inp.run_id in (None, "-") else (inp.run_id or "-")
+    if inp.title is None and inp.metadata is None and run_id is None:
+        raise BadRequestError("conversation.update needs at least one of title, metadata, run_id")
+    with ctx.deps.pool.connection() as conn:
+        updated_at = store.update_thread(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            thread_id=inp.thread_id,
+            title=inp.title,
+            metadata=inp.metadata,
+            run_id=run_id,
+        )
+    return UpdateOutput(
+        updated=updated_at is not None, thread_id=inp.thread_id, updated_at=updated_at
+    )
+
+
+# ---- get / list ----------------------------------------------------------------------------
+
+
+class TurnOut(OpOutput):
+    msg_id: str
+    thread_id: str
+    role: str
+    content: str
+    reasoning: str
+    agent: str
+    user_id: str
+    run_id: str
+    metadata: dict[str, Any]
+    tokens: int
+    ts: datetime
+
+
+def encode_cursor(ts: datetime, msg_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([ts.isoformat(), msg_id]).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        ts, msg_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(ts), str(msg_id)
+    except (ValueError, TypeError) as exc:
+        raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
+
+
+class GetInput(AgentScoped):
+    thread_id: ThreadId
+    include_messages: bool = False
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0, le=1_000_000)
+    order: Literal["asc", "desc"] = "asc"
+
+
+class GetOutput(OpOutput):
+    found: bool
+    thread_id: str
+    title: str
+    metadata: dict[str, Any]
+    run_id: str
+    user_id: str
+    agent: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    msg_count: int
+    messages: list[TurnOut]
+    next_cursor: str | None
+
+
+@op("conversation.get", role="viewer", kind="read", mcp="none")
+def get(inp: GetInput, ctx: OpContext) -> GetOutput:
+    """One thread's metadata, and a page of its turns when asked."""
+    agent = _any_agent(inp.agent)
+    scope = (inp.org, inp.namespace, inp.thread_id)
+    with ctx.deps.pool.connection() as conn:
+        thread = store.get_thread(conn, *scope)
+        msg_count = store.count_live_turns(conn, *scope, agent)
+        rows = []
+        if inp.include_messages:
+            rows = store.page_turns(
+                conn,
+                org=inp.org,
+                namespace=inp.namespace,
+                thread_id=inp.thread_id,
+                agent=agent,
+                limit=inp.limit,
+                offset=inp.offset,
+                descending=inp.order == "desc",
+            )
+    more = inp.order == "asc" and rows and inp.offset + len(rows) < msg_count
+    next_cursor = encode_cursor(rows[-1]["ts"], rows[-1]["msg_id"]) if more else None
+    latest_writer = max(rows, key=lambda r: (r["ts"], r["msg_id"]))["agent"] if rows else ""
+    thread = thread or {}
+    return GetOutput(
+        found=bool(thread) or msg_count > 0,
+        thread_id=inp.thread_id,
+        title=thread.get("title", ""),
+        metadata=thread.get("metadata", {}),
+        run_id=thread.get("run_id", "-"),
+        user_id=thread.get("user_id", "-"),
+        agent=thread.get("agent", latest_writer),
+        created_at=thread.get("created_at"),
+        updated_at=thread.get("updated_at"),
+        msg_count=msg_count,
+        messages=[TurnOut(**r) for r in rows],
+        next_cursor=next_cursor,
+    )
+
+
+class ListInput(AgentScoped):
+    thread_id: ThreadId
+    run_id: Ident | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+    cursor: str | None = None
+
+
+class ListOutput(OpOutput):
+    rows: list[TurnOut]
+    next_cursor: str | None
+
+
+@op("conversation.list", role="viewer", kind="read", mcp="none")
+def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
+    """A thread's turns, oldest first, by keyset cursor: no turn skipped or repeated."""
+    after = decode_cursor(inp.cursor) if inp.cursor else None
+    with ctx.deps.pool.connection() as conn:
+        rows = store.page_turns(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            thread_id=inp.thread_id,
+            agent=_any_agent(inp.agent),
+            limit=inp.limit + 1,
+            after=after,
+            run_id=None if inp.run_id in (None, "-") else inp.run_id,
+        )
+    page = rows[: inp.limit]
+    more = len(rows) > inp.limit
+    return ListOutput(
+        rows=[TurnOut(**r) for r in page],
+        next_cursor=encode_cursor(page[-1]["ts"], page[-1]["msg_id"]) if more else None,
+    )
+
+
+# ---- threads -------------------------------------------------------------------------------
+
+THREAD_FIELDS = ("thread_id", "title", "agent", "msg_count", "last_excerpt", "last_ts")
+
+
+class ThreadsInput(OrgScoped):
+    agent: Ident = "*"
+    window_days: int = Field(default=30, ge=1, le=365)
+    limit: int = Field(default=30, ge=1, le=200)
+    offset: int = Field(default=0, ge=0, le=100_000)
+    fields: list[str] | None = None
+
+
+class ThreadsOutput(OpOutput):
+    threads: list[dict[str, Any]]
+
+
+@op("conversation.threads", role="viewer", kind="read", mcp="all")
+def threads(inp: ThreadsInput, ctx: OpContext) -> ThreadsOutput:
+    """Recent threads, newest first; a last turn or title that reads as high shows empty."""
+    wanted = inp.fields or list(THREAD_FIELDS)
+    unknown = sorted(set(wanted) - set(THREAD_FIELDS))
+    if unknown:
+        raise ValidationFailedError(
+            f"fields: unknown {', '.join(unknown)}; known: {', '.join(THREAD_FIELDS)}"
+        )
+    shown = ctx.live().conversation_search_excerpt_chars
+    with ctx.deps.pool.connection() as conn:
+        rows = store.recent_threads(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            agent=_any_agent(inp.agent),
+            window_days=inp.window_days,
+            limit=inp.limit,
+            offset=inp.offset,
+        )
+    out = []
+    for r in rows:
+        last = r["last_content"]
+        summary = {
+            "thread_id": r["thread_id"],
+            "title": "" if reads_as_high(r["title"]) else r["title"],
+            "agent": r["agent"],
+            "msg_count": r["msg_count"],
+            "last_excerpt": "" if excerpt_reads_as_high(last, shown) else last[:shown],
+            "last_ts": r["last_ts"],
+        }
+        out.append({k: summary[k] for k in wanted})
+    return ThreadsOutput(threads=out)
+
+
+# ---- delete --------------------------------------------------------------------------------
+
+
+class DeleteInput(AgentScoped):
+    thread_id: ThreadId
+    confirm_thread_id: str
+
+
+class DeleteOutput(OpOutput):
+    tombstoned_at: datetime
+    thread_id: str
+    rows_affected: dict[str, int]
+    total: int
+
+
+@op("conversation.delete", role="admin", kind="idempotent", audited=True, mcp="none")
+def delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:
+    """Tombstone a thread; an embedding another agent's live copy holds passes to that copy."""
+    if inp.confirm_thread_id != inp.thread_id:
+        raise BadRequestError("confirm_thread_id must equal thread_id; nothing was deleted")
+    with ctx.deps.pool.connection() as conn:
+        when, affected = store.delete_thread(
+            conn, inp.org, inp.namespace, inp.thread_id, _any_agent(inp.agent)
+        )
+    return DeleteOutput(
+        tombstoned_at=when,
+        thread_id=inp.thread_id,
+        rows_affected=affected,
+        total=sum(affected.values()),
+    )
+
+
+# ---- search --------------------------------------------------------------------------------
+
+
+class SearchInput(AgentScoped):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+    thread_id: ThreadId | None = None
+    run_id: Ident | None = None
+    role: Role | None = None
+    user_id: Ident | None = None
+    top_k: int = Field(default=20, ge=1, le=200)
+    namespace_scope: Literal["this", "all_mine"] = "all_mine"
+
+
+class SearchHit(OpOutput):
+    msg_id: str
+    thread_id: str
+    role: str
+    excerpt: str
+    similarity: float | None
+    agent: str
+    user_id: str
+    run_id: str
+    ts: datetime
+    namespace: str
+
+
+class SearchOutput(OpOutput):
+    hits: list[SearchHit]
+    namespaces_skipped: list[str]
+
+
+@op("conversation.search", role="viewer", kind="read", mcp="none")
+def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
+    """Rank embedded turns over the floor; substring match when the embedder is down."""
+    namespaces, skipped = fan_out(ctx, inp.org, inp.namespace, inp.namespace_scope)
+    filt = TurnFilter(
+        org=inp.org,
+        namespaces=namespaces,
+        agent=_any_agent(inp.agent),
+        thread_id=inp.thread_id,
+        run_id=None if inp.run_id in (None, "-") else inp.run_id,
+        role=inp.role,
+        user_id=None if inp.user_id in (None, "-") else inp.user_id,
+    )
+    hits = search_turns(ctx, filt, inp.query, inp.top_k)
+    return SearchOutput(hits=[SearchHit(**h) for h in hits], namespaces_skipped=skipped)

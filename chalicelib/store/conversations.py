@@ -1,0 +1,409 @@
+"""Transcript turns and thread rows: writes under the thread lease, and reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+from psycopg import Connection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+TurnState = Literal["live", "tombstoned"]
+TURN_COLUMNS = (
+    "msg_id, thread_id, role, content, reasoning, agent, user_id, run_id, metadata, tokens, ts"
+)
+
+
+def take_thread_lease(conn: Connection, org: str, namespace: str, thread_id: str) -> None:
+    """Serialise writers of one thread until this transaction ends (appends, saves, deletes)."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"{org}\x1f{namespace}\x1f{thread_id}",),
+    )
+
+
+def append_precheck(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str
+) -> tuple[bool, TurnState | None]:
+    """One read: is recording on, and does this agent's copy of the turn exist already."""
+    row = conn.execute(
+        "SELECT"
+        " (SELECT conversation_logging_enabled FROM loom.namespaces"
+        "   WHERE org = %s AND namespace = %s),"
+        " (SELECT tombstoned_at IS NOT NULL FROM loom.conversations"
+        "   WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s)",
+        (org, namespace, org, namespace, thread_id, agent, msg_id),
+    ).fetchone()
+    assert row is not None
+    state: TurnState | None = None if row[1] is None else ("tombstoned" if row[1] else "live")
+    return bool(row[0]), state
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    org: str
+    namespace: str
+    thread_id: str
+    agent: str
+    msg_id: str
+    role: str
+    content: str
+    reasoning: str
+    user_id: str
+    run_id: str
+    metadata: dict[str, Any]
+    tokens: int
+
+
+def insert_turn(conn: Connection, turn: NewTurn) -> datetime | None:
+    """Insert the turn under the thread lease; None when this copy already exists."""
+    take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
+    row = conn.execute(
+        "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
+        " reasoning, user_id, run_id, metadata, tokens, ts)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp())"
+        " ON CONFLICT DO NOTHING RETURNING ts",
+        (
+            turn.org,
+            turn.namespace,
+            turn.thread_id,
+            turn.agent,
+            turn.msg_id,
+            turn.role,
+            turn.content,
+            turn.reasoning,
+            turn.user_id,
+            turn.run_id,
+            Jsonb(turn.metadata),
+            turn.tokens,
+        ),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def turn_state(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str
+) -> TurnState | None:
+    row = conn.execute(
+        "SELECT tombstoned_at IS NOT NULL FROM loom.conversations"
+        " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s",
+        (org, namespace, thread_id, agent, msg_id),
+    ).fetchone()
+    if row is None:
+        return None
+    return "tombstoned" if row[0] else "live"
+
+
+def write_embedding(
+    conn: Connection,
+    turn: NewTurn,
+    *,
+    model: str,
+    text: str,
+    ts: datetime,
+    vector: np.ndarray | None,
+    error: str | None,
+) -> bool:
+    """Store the turn's vector (or the embed error) if the turn is still live; False if not.
+
+    A live row another agent's copy already wrote is kept: the two copies share it.
+    """
+    take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
+    if turn_state(conn, turn.org, turn.namespace, turn.thread_id, turn.agent, turn.msg_id) != (
+        "live"
+    ):
+        return False
+    conn.execute(
+        "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
+        " agent, role, user_id, run_id, text, dim, embedding, error, ts)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
+        " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
+        " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
+        " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
+        " tombstoned_at = NULL, created_at = now()"
+        " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL",
+        (
+            turn.org,
+            turn.namespace,
+            turn.thread_id,
+            turn.msg_id,
+            model,
+            turn.agent,
+            turn.role,
+            turn.user_id,
+            turn.run_id,
+            text,
+            0 if vector is None else len(vector),
+            vector,
+            error,
+            ts,
+        ),
+    )
+    return True
+
+
+# ---- thread rows ---------------------------------------------------------------------------
+
+
+def upsert_thread(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    agent: str,
+    title: str,
+    metadata: dict[str, Any],
+    run_id: str,
+    user_id: str,
+) -> datetime:
+    row = conn.execute(
+        "INSERT INTO loom.conversation_threads"
+        " (org, namespace, thread_id, agent, title, metadata, run_id, user_id)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (org, namespace, thread_id) DO UPDATE SET"
+        " agent = EXCLUDED.agent, title = EXCLUDED.title, metadata = EXCLUDED.metadata,"
+        " run_id = EXCLUDED.run_id, user_id = EXCLUDED.user_id, updated_at = now(),"
+        " tombstoned_at = NULL,"
+        " created_at = CASE WHEN conversation_threads.tombstoned_at IS NULL"
+        "   THEN conversation_threads.created_at ELSE now() END"
+        " RETURNING updated_at",
+        (org, namespace, thread_id, agent, title, Jsonb(metadata), run_id, user_id),
+    ).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def update_thread(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    title: str | None,
+    metadata: dict[str, Any] | None,
+    run_id: str | None,
+) -> datetime | None:
+    """Change what is given; None when the thread has no live thread row."""
+    row = conn.execute(
+        "UPDATE loom.conversation_threads SET"
+        " title = coalesce(%s, title),"
+        " metadata = coalesce(%s, metadata),"
+        " run_id = coalesce(%s, run_id),"
+        " updated_at = clock_timestamp()"
+        " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL"
+        " RETURNING updated_at",
+        (
+            title,
+            None if metadata is None else Jsonb(metadata),
+            run_id,
+            org,
+            namespace,
+            thread_id,
+        ),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> dict[str, Any] | None:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT title, metadata, run_id, user_id, agent, created_at, updated_at"
+            " FROM loom.conversation_threads"
+            " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL",
+            (org, namespace, thread_id),
+        ).fetchone()
+
+
+# ---- reading turns -------------------------------------------------------------------------
+
+
+def _agent_clause(agent: str | None) -> sql.Composable:
+    """One agent's copies, or (agent None) every agent's with a turn two agents logged once."""
+    if agent is not None:
+        return sql.SQL("c.agent = {}").format(sql.Literal(agent))
+    return sql.SQL(
+        "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = c.org"
+        " AND o.namespace = c.namespace AND o.thread_id = c.thread_id AND o.msg_id = c.msg_id"
+        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (c.ts, c.agent))"
+    )
+
+
+def count_live_turns(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str | None
+) -> int:
+    query = sql.SQL(
+        "SELECT count(*) FROM loom.conversations c WHERE c.org = %s AND c.namespace = %s"
+        " AND c.thread_id = %s AND c.tombstoned_at IS NULL AND {}"
+    ).format(_agent_clause(agent))
+    row = conn.execute(query, (org, namespace, thread_id)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def page_turns(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    agent: str | None,
+    limit: int,
+    offset: int = 0,
+    descending: bool = False,
+    after: tuple[datetime, str] | None = None,
+    run_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """Live turns of a thread, by (ts, msg_id); `after` is a keyset cursor (ascending only)."""
+    conds = [
+        sql.SQL("c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"),
+        sql.SQL("c.tombstoned_at IS NULL"),
+        _agent_clause(agent),
+    ]
+    if run_id is not None:
+        conds.append(sql.SQL("c.run_id = %(run)s"))
+    if after is not None:
+        conds.append(sql.SQL("(c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s)"))
+    direction = sql.SQL("DESC" if descending else "ASC")
+    query = sql.SQL(
+        "SELECT {cols} FROM loom.conversations c WHERE {where}"
+        " ORDER BY c.ts {dir}, c.msg_id {dir} LIMIT %(limit)s OFFSET %(offset)s"
+    ).format(
+        cols=sql.SQL(", ".join(f"c.{col.strip()}" for col in TURN_COLUMNS.split(","))),
+        where=sql.SQL(" AND ").join(conds),
+        dir=direction,
+    )
+    params = {
+        "org": org,
+        "ns": namespace,
+        "thread": thread_id,
+        "run": run_id,
+        "after_ts": after[0] if after else None,
+        "after_id": after[1] if after else None,
+        "limit": limit,
+        "offset": offset,
+    }
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, params).fetchall()
+
+
+def recent_threads(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    agent: str | None,
+    window_days: int,
+    limit: int,
+    offset: int,
+) -> list[dict[str, Any]]:
+    """Threads with a live turn in the window, most recently active first."""
+    agent_cond = sql.SQL("") if agent is None else sql.SQL("AND c.agent = %(agent)s")
+    query = sql.SQL(
+        "WITH live AS ("
+        "  SELECT c.thread_id, c.agent, c.content, c.ts, c.msg_id FROM loom.conversations c"
+        "  WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.tombstoned_at IS NULL {agent}"
+        "), active AS ("
+        "  SELECT thread_id, count(DISTINCT msg_id) AS msg_count, max(ts) AS last_ts FROM live"
+        "  GROUP BY thread_id"
+        "  HAVING max(ts) >= now() - make_interval(days => %(days)s)"
+        "  ORDER BY max(ts) DESC, thread_id LIMIT %(limit)s OFFSET %(offset)s"
+        ")"
+        " SELECT a.thread_id, a.msg_count, a.last_ts, coalesce(t.title, '') AS title,"
+        "  last.agent, last.content AS last_content"
+        " FROM active a"
+        " LEFT JOIN loom.conversation_threads t ON t.org = %(org)s AND t.namespace = %(ns)s"
+        "  AND t.thread_id = a.thread_id AND t.tombstoned_at IS NULL"
+        " CROSS JOIN LATERAL (SELECT l.agent, l.content FROM live l"
+        "  WHERE l.thread_id = a.thread_id ORDER BY l.ts DESC, l.msg_id DESC LIMIT 1) last"
+        " ORDER BY a.last_ts DESC, a.thread_id"
+    ).format(agent=agent_cond)
+    params = {
+        "org": org,
+        "ns": namespace,
+        "agent": agent,
+        "days": window_days,
+        "limit": limit,
+        "offset": offset,
+    }
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, params).fetchall()
+
+
+# ---- deleting ------------------------------------------------------------------------------
+
+
+def delete_thread(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str | None
+) -> tuple[datetime, dict[str, int]]:
+    """Tombstone a thread's turns (one agent's, or all), its thread row, and embeddings no
+    live copy still holds; an embedding another agent's live copy holds passes to that copy."""
+    take_thread_lease(conn, org, namespace, thread_id)
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    now = row[0]
+    scope = (org, namespace, thread_id)
+    turns = conn.execute(
+        "UPDATE loom.conversations SET tombstoned_at = %s WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND tombstoned_at IS NULL AND (%s::text IS NULL OR agent = %s)",
+        (now, *scope, agent, agent),
+    ).rowcount
+    threads = conn.execute(
+        "UPDATE loom.conversation_threads SET tombstoned_at = %s, updated_at = %s"
+        " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL",
+        (now, now, *scope),
+    ).rowcount
+    embeddings = _settle_thread_embeddings(conn, now, scope)
+    return now, {
+        "loom.conversations": turns,
+        "loom.conversation_threads": threads,
+        "loom.conversation_embeddings": embeddings,
+    }
+
+
+# A live copy holds an embedding row when it is a turn search indexes (user, assistant, or a
+# compaction summary) and its first 2,048 characters are the row's text.
+_HOLDS = (
+    "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
+    " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
+    " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
+    " AND left(h.content, 2048) = e.text"
+)
+
+
+def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str, str, str]) -> int:
+    """Pass rows whose own agent holds no live copy to another holder, else tombstone them.
+
+    Returns the turns tombstoned (one per turn however many models hold it).
+    """
+    conn.execute(
+        "UPDATE loom.conversation_embeddings e SET (agent, role, user_id, run_id) ="
+        " (SELECT h.agent, h.role, h.user_id, h.run_id FROM loom.conversations h"
+        "  WHERE " + _HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
+        " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ""
+        "   AND h.agent = e.agent)"
+        " AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")",
+        scope,
+    )
+    rows = conn.execute(
+        "UPDATE loom.conversation_embeddings e SET tombstoned_at = %s"
+        " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+        " RETURNING e.msg_id",
+        (now, *scope),
+    ).fetchall()
+    return len({r[0] for r in rows})
+
+
+def purge_expired_turns(conn: Connection, older_than_days: int, batch: int) -> int:
+    """Remove (from disk) up to `batch` turns older than the TTL; embedding rows stay."""
+    return conn.execute(
+        "DELETE FROM loom.conversations WHERE ctid = ANY(ARRAY("
+        " SELECT ctid FROM loom.conversations"
+        " WHERE ts < now() - make_interval(days => %s) LIMIT %s))",
+        (older_than_days, batch),
+    ).rowcount

@@ -1,6 +1,6 @@
 """Loom's entrypoints: routes only; everything else lives in chalicelib/."""
 
-from chalice import Chalice, Response
+from chalice import Chalice, Rate, Response
 
 from chalicelib import web
 from chalicelib.deps import get_deps
@@ -31,3 +31,10 @@ def healthz() -> Response:
 def invoke_op(op_name: str) -> Response:
     request = app.current_request
     return _respond(web.handle_op(op_name, request.raw_body, request.headers, get_deps()))
+
+
+@app.schedule(Rate(1, unit=Rate.HOURS), name="conversation_retention")
+def conversation_retention(event: object) -> dict[str, int]:
+    from chalicelib.workers.retention import purge_expired_conversations
+
+    return purge_expired_conversations(get_deps())

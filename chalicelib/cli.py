@@ -1,4 +1,4 @@
-"""The `loom` command: serve, migrate, token mint, settings set."""
+"""The `loom` command: serve, migrate, token mint, settings set, ingest-transcript."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -104,6 +105,60 @@ def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
+def _progress_bar(done: int, total: int) -> None:
+    """A one-line progress bar on stderr for long files."""
+    if total <= BATCH_FOR_PROGRESS:
+        return
+    width = 30
+    filled = int(width * done / total)
+    end = "\n" if done >= total else ""
+    sys.stderr.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {done}/{total} turns{end}")
+    sys.stderr.flush()
+
+
+BATCH_FOR_PROGRESS = 64
+
+
+def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
+    """Append every turn of a transcript file; run twice, it adds nothing the second time."""
+    from chalicelib.ops.transcript_ingest import ingest_turns, transcript_thread_id
+    from chalicelib.store.namespaces import conversation_logging_enabled
+    from chalicelib.transcript_file import TranscriptError, parse_transcript
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+        turns = parse_transcript(text)
+    except (OSError, UnicodeDecodeError, TranscriptError) as exc:
+        raise LoomError(f"cannot read {args.file}: {exc}") from exc
+    org = args.org or deps.settings.org
+    thread_id = args.thread_id or transcript_thread_id(text)
+    if args.dry_run:
+        roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
+        print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
+        return 0
+    with deps.pool.connection() as conn:
+        recording = conversation_logging_enabled(conn, org, args.namespace)
+    if not recording:
+        raise LoomError(
+            f"namespace {args.namespace!r} does not record conversations; an admin turns it on"
+            " with conversation.set_logging (enabled=true). Nothing was appended."
+        )
+    counts = ingest_turns(
+        deps,
+        org=org,
+        namespace=args.namespace,
+        agent=args.agent,
+        thread_id=thread_id,
+        turns=turns,
+        user_id=args.user_id,
+        run_id=args.run_id,
+        progress=_progress_bar,
+    )
+    summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    print(f"thread {thread_id}: {summary}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loom", description="Loom: the memory service.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,6 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     set_cmd.add_argument("name")
     set_cmd.add_argument("value")
     set_cmd.set_defaults(fn=cmd_settings_set)
+
+    ingest = sub.add_parser("ingest-transcript", help="append a transcript file's turns")
+    ingest.add_argument("--namespace", required=True)
+    ingest.add_argument("--file", required=True, help="Markdown (# user / # assistant) or JSON")
+    ingest.add_argument("--org", default=None, help="default LOOM_ORG")
+    ingest.add_argument("--agent", default="-")
+    ingest.add_argument("--thread-id", default=None, help="default: derived from the file")
+    ingest.add_argument("--user-id", default="-")
+    ingest.add_argument("--run-id", default="-")
+    ingest.add_argument("--dry-run", action="store_true", help="count the turns, append nothing")
+    ingest.set_defaults(fn=cmd_ingest_transcript)
     return parser
 
 

@@ -200,8 +200,7 @@ def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallRes
         status = exc.status
         raise
     except Exception:
-        status = 500
-        logger.exception("op failed", extra={"op": name})
+        status = 500  # logged with its traceback by the transport
         raise
     finally:
         logger.info(

@@ -21,8 +21,9 @@ _JWT = re.compile(r"(?<![\w-])eyJ[\w-]{7,}\.[\w-]{7,}\.[\w-]*", _A)
 _PRIVATE_KEY = re.compile(r"-{5}\s*BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?\s*-{5}", _A)
 _BEARER = re.compile(r"\b(?:bearer|authorization\s*:\s*(?:basic|token))\s+([\w.~+/=-]{16,})", _AI)
 
+# A name such as DB_PASSWORD matches at PASSWORD: "_" is no letter or digit.
 _SECRET_NAME = (
-    r"(?:[A-Za-z0-9]+[_-])*(?:password|passwd|passphrase|passcode|pwd|(?<![A-Za-z] )pass"
+    r"(?:password|passwd|passphrase|passcode|pwd|(?<![A-Za-z] )pass"
     r"|secret[ _-]?(?:access[_-]?)?key|(?:api|access|private)[ _-]?key|apikey|client[_-]?secret"
     r"|secret"
     r"|(?:access|auth|refresh|api|bot|session|github|gh|npm|hf)[_-]?token)"
@@ -41,7 +42,7 @@ _STATED = re.compile(
     r"(?:\s+(?:is(?:\s+set\s+to|\s+now)?|was|to)|'s|(?<=\w)(?=\s*:))\s*:?\s+" + _VALUE,
     _AI,
 )
-_URL_CREDENTIALS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:([^\s/@]+)@[^\s/@]", _AI)
+_URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]*://[^\s/:@]+:([^\s/@]+)@[^\s/@]", _AI)
 
 _NULLISH = re.compile(r"none|null|nil|undefined|true|false|n/a|na|tbd|todo|redacted|hidden", _AI)
 # Prose words that follow "password:" or "password is" without being one.
@@ -84,24 +85,21 @@ _PIN_OWNER = re.compile(
 )
 
 
-def _value_is_secret(raw: str | None, quoted: str | None, following: str) -> bool:
+def _value_is_secret(raw: str | None, quoted: str | None, ends_line: bool) -> bool:
     """True when an assigned or stated value looks like a secret, not prose, code or a template."""
     value = quoted.strip() if quoted is not None else (raw or "").rstrip(".,;:!?)]}'\"")
-    if not value or _NULLISH.fullmatch(value):
-        return False
-    if _PLACEHOLDER.fullmatch(value) or _ENV_REF.fullmatch(value):
+    if not value or any(p.fullmatch(value) for p in (_NULLISH, _PLACEHOLDER, _ENV_REF)):
         return False
     if quoted is not None:
         return True
-    if _STOPWORD.fullmatch(value) or _PATH_PRICE_OR_SMALL_NUMBER.fullmatch(value):
-        return False
-    if _CODE_REF.fullmatch(value):
+    if any(p.fullmatch(value) for p in (_STOPWORD, _PATH_PRICE_OR_SMALL_NUMBER, _CODE_REF)):
         return False
     # A variable like db_password names a secret without holding it.
     if _IDENTIFIER_WITH_UNDERSCORE.fullmatch(value) and _SECRET_FRAGMENT.search(value):
         return False
     if _PLAIN_WORD.fullmatch(value):
-        ends_clause = value != raw or bool(_LINE_END.match(following))
+        # A lone word is a value only where its clause ends: "pass: dragon", not "pass: use it".
+        ends_clause = value != raw or ends_line
         return ends_clause and not _WORDISH_SUFFIX.search(value.lower())
     return True
 
@@ -110,9 +108,9 @@ def _has_password(text: str) -> bool:
     for pattern in (_ASSIGNMENT, _STATED):
         for m in pattern.finditer(text):
             quoted = next((q for q in m.group(1, 2, 3) if q is not None), None)
-            if _value_is_secret(m.group(4), quoted, text[m.end() :]):
+            if _value_is_secret(m.group(4), quoted, bool(_LINE_END.match(text, m.end()))):
                 return True
-    return any(_value_is_secret(m.group(1), None, "") for m in _URL_CREDENTIALS.finditer(text))
+    return any(_value_is_secret(m.group(1), None, True) for m in _URL_CREDENTIALS.finditer(text))
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -126,12 +124,8 @@ def _luhn_ok(digits: str) -> bool:
 
 
 def _is_card(digits: str) -> bool:
-    return (
-        13 <= len(digits) <= 19
-        and bool(_CARD_PREFIX.match(digits))
-        and len(set(digits)) > 1
-        and _luhn_ok(digits)
-    )
+    valid_shape = 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) and len(set(digits)) > 1
+    return bool(valid_shape) and _luhn_ok(digits)
 
 
 def _has_card(text: str) -> bool:

@@ -13,7 +13,7 @@ from pydantic import Field, StringConstraints, field_validator
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
 from chalicelib.ops.conversation_search import fan_out, search_turns
-from chalicelib.ops.turn_writer import embed_turn, embeddable_role
+from chalicelib.ops.turn_writer import AppendReason, record_turns
 from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
 from chalicelib.store import conversations as store
@@ -92,27 +92,18 @@ class AppendOutput(OpOutput):
     msg_id: str
     ts: datetime
     stored: bool
-    reason: Literal["", "duplicate", "logging_disabled", "deleted"]
+    reason: AppendReason
 
 
 @op("conversation.append", role="writer", kind="idempotent", mcp="all")
 def append(inp: AppendInput, ctx: OpContext) -> AppendOutput:
     """Log one turn, once; embed it for search when it is a plain user or assistant turn."""
-    deps = ctx.deps
-    msg_id = inp.msg_id or derive_msg_id(inp.thread_id, inp.role, inp.content)
-    key = (inp.org, inp.namespace, inp.thread_id, inp.agent, msg_id)
-    with deps.pool.connection() as conn:
-        recording, state = store.append_precheck(conn, *key)
-    if not recording:
-        return AppendOutput(msg_id=msg_id, ts=deps.clock(), stored=False, reason="logging_disabled")
-    if state is not None:
-        return _already(msg_id, state, deps.clock())
     turn = store.NewTurn(
         org=inp.org,
         namespace=inp.namespace,
         thread_id=inp.thread_id,
         agent=inp.agent,
-        msg_id=msg_id,
+        msg_id=inp.msg_id or derive_msg_id(inp.thread_id, inp.role, inp.content),
         role=inp.role,
         content=inp.content,
         reasoning=inp.reasoning,
@@ -121,21 +112,8 @@ def append(inp: AppendInput, ctx: OpContext) -> AppendOutput:
         metadata=inp.metadata,
         tokens=inp.tokens,
     )
-    with deps.pool.connection() as conn:
-        ts = store.insert_turn(conn, turn)
-        raced = None if ts is not None else store.turn_state(conn, *key)
-    if ts is None:
-        return _already(msg_id, raced or "live", deps.clock())
-    embeddable = embeddable_role(inp.role) and not reads_as_high(inp.content)
-    if embeddable and not embed_turn(deps, turn, ts):
-        return AppendOutput(msg_id=msg_id, ts=ts, stored=False, reason="deleted")
-    return AppendOutput(msg_id=msg_id, ts=ts, stored=True, reason="")
-
-
-def _already(msg_id: str, state: str, now: datetime) -> AppendOutput:
-    if state == "tombstoned":
-        return AppendOutput(msg_id=msg_id, ts=now, stored=False, reason="deleted")
-    return AppendOutput(msg_id=msg_id, ts=now, stored=True, reason="duplicate")
+    (done,) = record_turns(ctx.deps, [turn])
+    return AppendOutput(msg_id=done.msg_id, ts=done.ts, stored=done.stored, reason=done.reason)
 
 
 # ---- create / update -----------------------------------------------------------------------

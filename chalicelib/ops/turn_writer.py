@@ -1,34 +1,94 @@
-"""Embedding a stored turn: provider work first, then the vector under the thread lease."""
+"""Recording turns: dedupe, insert under the thread lease, embed in one batch, store vectors.
+
+conversation.append records one turn; `loom ingest-transcript` records a file's worth.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EmbedderError
+from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import ensure_vector_index
-from chalicelib.store.conversations import NewTurn, write_embedding
+from chalicelib.store.conversations import (
+    NewTurn,
+    TurnVector,
+    insert_turns,
+    turn_states,
+    write_embeddings,
+)
 
 EMBED_CHARS = 2048
+AppendReason = Literal["", "duplicate", "logging_disabled", "deleted"]
 
 
-def embeddable_role(role: str) -> bool:
-    """User and assistant turns are embedded; system and tool turns stay unindexed."""
-    return role in ("user", "assistant")
+@dataclass(frozen=True)
+class Recorded:
+    msg_id: str
+    ts: datetime
+    stored: bool
+    reason: AppendReason
 
 
-def embed_turn(deps: Deps, turn: NewTurn, ts: datetime) -> bool:
-    """Embed the turn's first 2,048 characters, fail-open; False when the turn was removed
-    while the embedding ran (no late vector is written then)."""
-    text = turn.content[:EMBED_CHARS]
-    embedder = deps.embedder
-    try:
-        vector, error = embedder.embed_documents([text])[0], None
-    except EmbedderError as exc:
-        vector, error = None, str(exc)[:1000]
+def embeddable(turn: NewTurn) -> bool:
+    """User and assistant turns are embedded, unless their text reads as high."""
+    return turn.role in ("user", "assistant") and not reads_as_high(turn.content)
+
+
+def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
+    """Record turns of one (org, namespace, thread, agent), in order; one answer per turn."""
+    if not turns:
+        return []
+    first = turns[0]
+    scope = (first.org, first.namespace, first.thread_id, first.agent)
     with deps.pool.connection() as conn:
-        if vector is not None:
-            ensure_vector_index(conn, len(vector))
-        return write_embedding(
-            conn, turn, model=embedder.name, text=text, ts=ts, vector=vector, error=error
-        )
+        recording, states = turn_states(conn, *scope, [t.msg_id for t in turns])
+    now = deps.clock()
+    if not recording:
+        return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]
+    fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
+    inserted: dict[str, datetime] = {}
+    if fresh:
+        with deps.pool.connection() as conn:
+            inserted = insert_turns(conn, fresh)
+            raced = [t.msg_id for t in fresh if t.msg_id not in inserted]
+            if raced:
+                _, more = turn_states(conn, *scope, raced)
+                states.update(more)
+    to_embed = [t for t in fresh if t.msg_id in inserted and embeddable(t)]
+    removed = _embed(deps, to_embed, inserted) if to_embed else set()
+    answers = []
+    for t in turns:
+        if t.msg_id in inserted:
+            ts = inserted.pop(t.msg_id)
+            gone = t.msg_id in removed
+            answers.append(Recorded(t.msg_id, ts, not gone, "deleted" if gone else ""))
+        elif states.get(t.msg_id) == "tombstoned":
+            answers.append(Recorded(t.msg_id, now, False, "deleted"))
+        else:
+            answers.append(Recorded(t.msg_id, now, True, "duplicate"))
+    return answers
+
+
+def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str]:
+    """Embed first (fail-open), then store vectors under the lease; returns msg_ids removed
+    while the embedding ran, which get no late vector."""
+    embedder = deps.embedder
+    texts = [t.content[:EMBED_CHARS] for t in turns]
+    try:
+        vectors: list = list(embedder.embed_documents(texts))
+        error = None
+    except EmbedderError as exc:
+        vectors, error = [None] * len(turns), str(exc)[:1000]
+    items = [
+        TurnVector(t, ts[t.msg_id], text, vec, error)
+        for t, text, vec in zip(turns, texts, vectors, strict=True)
+    ]
+    with deps.pool.connection() as conn:
+        if error is None:
+            ensure_vector_index(conn, len(vectors[0]))
+        written = write_embeddings(conn, embedder.name, items)
+    return {t.msg_id for t in turns} - written

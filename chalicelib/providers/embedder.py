@@ -45,6 +45,7 @@ class FakeEmbedder:
         self.name = name
         self.failing = failing
         self.seen: list[str] = []
+        self.batches: list[int] = []
 
     def _vector(self, text: str) -> np.ndarray:
         vec = np.zeros(self.dim, dtype=np.float32)
@@ -60,6 +61,7 @@ class FakeEmbedder:
         if self.failing:
             raise EmbedderError("fake embedder told to fail")
         self.seen.extend(texts)
+        self.batches.append(len(texts))
         return [self._vector(t) for t in texts]
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -25,21 +25,24 @@ def take_thread_lease(conn: Connection, org: str, namespace: str, thread_id: str
     )
 
 
-def append_precheck(
-    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str
-) -> tuple[bool, TurnState | None]:
-    """One read: is recording on, and does this agent's copy of the turn exist already."""
-    row = conn.execute(
-        "SELECT"
-        " (SELECT conversation_logging_enabled FROM loom.namespaces"
-        "   WHERE org = %s AND namespace = %s),"
-        " (SELECT tombstoned_at IS NOT NULL FROM loom.conversations"
-        "   WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s)",
-        (org, namespace, org, namespace, thread_id, agent, msg_id),
-    ).fetchone()
-    assert row is not None
-    state: TurnState | None = None if row[1] is None else ("tombstoned" if row[1] else "live")
-    return bool(row[0]), state
+def turn_states(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
+) -> tuple[bool, dict[str, TurnState]]:
+    """One read: is recording on, and which of this agent's copies exist already."""
+    rows = conn.execute(
+        "SELECT NULL::text, coalesce((SELECT conversation_logging_enabled FROM loom.namespaces"
+        "   WHERE org = %s AND namespace = %s), false)"
+        " UNION ALL"
+        " SELECT msg_id, tombstoned_at IS NOT NULL FROM loom.conversations"
+        " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s"
+        " AND msg_id = ANY(%s)",
+        (org, namespace, org, namespace, thread_id, agent, msg_ids),
+    ).fetchall()
+    recording = any(bool(flag) for msg_id, flag in rows if msg_id is None)
+    states: dict[str, TurnState] = {
+        msg_id: ("tombstoned" if gone else "live") for msg_id, gone in rows if msg_id is not None
+    }
+    return recording, states
 
 
 @dataclass(frozen=True)
@@ -51,99 +54,111 @@ class NewTurn:
     msg_id: str
     role: str
     content: str
-    reasoning: str
-    user_id: str
-    run_id: str
-    metadata: dict[str, Any]
-    tokens: int
+    reasoning: str = ""
+    user_id: str = "-"
+    run_id: str = "-"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
 
 
-def insert_turn(conn: Connection, turn: NewTurn) -> datetime | None:
-    """Insert the turn under the thread lease; None when this copy already exists."""
-    take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
-    row = conn.execute(
+def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
+    return [[getattr(t, n) for t in turns] for n in names]
+
+
+def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime]:
+    """Insert one thread's turns in order, under its lease; returns the ts of each inserted.
+
+    Copies that already exist are skipped (not in the result).
+    """
+    first = turns[0]
+    take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+    rows = conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
         " reasoning, user_id, run_id, metadata, tokens, ts)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp())"
-        " ON CONFLICT DO NOTHING RETURNING ts",
+        " SELECT %s, %s, %s, %s, t.msg_id, t.role, t.content, t.reasoning, t.user_id, t.run_id,"
+        " t.metadata, t.tokens, clock_timestamp()"
+        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+        " %s::jsonb[], %s::int[]) WITH ORDINALITY"
+        " AS t(msg_id, role, content, reasoning, user_id, run_id, metadata, tokens, ord)"
+        " ORDER BY t.ord"
+        " ON CONFLICT DO NOTHING RETURNING msg_id, ts",
         (
-            turn.org,
-            turn.namespace,
-            turn.thread_id,
-            turn.agent,
-            turn.msg_id,
-            turn.role,
-            turn.content,
-            turn.reasoning,
-            turn.user_id,
-            turn.run_id,
-            Jsonb(turn.metadata),
-            turn.tokens,
+            first.org,
+            first.namespace,
+            first.thread_id,
+            first.agent,
+            *_columns(turns, "msg_id", "role", "content", "reasoning", "user_id", "run_id"),
+            [Jsonb(t.metadata) for t in turns],
+            [t.tokens for t in turns],
         ),
-    ).fetchone()
-    return row[0] if row else None
+    ).fetchall()
+    return dict(rows)
 
 
-def turn_state(
-    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str
-) -> TurnState | None:
-    row = conn.execute(
-        "SELECT tombstoned_at IS NOT NULL FROM loom.conversations"
-        " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s",
-        (org, namespace, thread_id, agent, msg_id),
-    ).fetchone()
-    if row is None:
-        return None
-    return "tombstoned" if row[0] else "live"
+@dataclass(frozen=True)
+class TurnVector:
+    turn: NewTurn
+    ts: datetime
+    text: str
+    vector: np.ndarray | None
+    error: str | None
 
 
-def write_embedding(
-    conn: Connection,
-    turn: NewTurn,
-    *,
-    model: str,
-    text: str,
-    ts: datetime,
-    vector: np.ndarray | None,
-    error: str | None,
-) -> bool:
-    """Store the turn's vector (or the embed error) if the turn is still live; False if not.
-
-    A live row another agent's copy already wrote is kept: the two copies share it.
+def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> set[str]:
+    """Store vectors (or embed errors) of one thread's turns still live, under the lease;
+    returns the msg_ids written. A live row another agent's copy wrote is shared, not replaced.
     """
-    take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
-    if turn_state(conn, turn.org, turn.namespace, turn.thread_id, turn.agent, turn.msg_id) != (
-        "live"
-    ):
-        return False
-    conn.execute(
+    first = items[0].turn
+    take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+    turns = [i.turn for i in items]
+    rows = conn.execute(
         "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
         " agent, role, user_id, run_id, text, dim, embedding, error, ts)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " SELECT %(org)s, %(ns)s, %(thread)s, t.msg_id, %(model)s, %(agent)s, t.role, t.user_id,"
+        " t.run_id, t.text, coalesce(vector_dims(t.embedding), 0), t.embedding, t.error, t.ts"
+        " FROM unnest(%(msg_id)s::text[], %(role)s::text[], %(user_id)s::text[],"
+        " %(run_id)s::text[], %(text)s::text[], %(embedding)s::vector[], %(error)s::text[],"
+        " %(ts)s::timestamptz[]) AS t(msg_id, role, user_id, run_id, text, embedding, error, ts)"
+        " JOIN loom.conversations c ON c.org = %(org)s AND c.namespace = %(ns)s"
+        " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = t.msg_id"
+        " AND c.tombstoned_at IS NULL"
         " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
         " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
         " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
         " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
         " tombstoned_at = NULL, created_at = now()"
-        " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL",
-        (
-            turn.org,
-            turn.namespace,
-            turn.thread_id,
-            turn.msg_id,
-            model,
-            turn.agent,
-            turn.role,
-            turn.user_id,
-            turn.run_id,
-            text,
-            0 if vector is None else len(vector),
-            vector,
-            error,
-            ts,
-        ),
-    )
-    return True
+        " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL"
+        " RETURNING e.msg_id",
+        {
+            "org": first.org,
+            "ns": first.namespace,
+            "thread": first.thread_id,
+            "agent": first.agent,
+            "model": model,
+            "msg_id": [t.msg_id for t in turns],
+            "role": [t.role for t in turns],
+            "user_id": [t.user_id for t in turns],
+            "run_id": [t.run_id for t in turns],
+            "text": [i.text for i in items],
+            "embedding": [i.vector for i in items],
+            "error": [i.error for i in items],
+            "ts": [i.ts for i in items],
+        },
+    ).fetchall()
+    written = {r[0] for r in rows}
+    if len(written) < len(items):  # a live row shared with another copy answers nothing
+        written |= live_copies(conn, first, [t.msg_id for t in turns if t.msg_id not in written])
+    return written
+
+
+def live_copies(conn: Connection, scope: NewTurn, msg_ids: list[str]) -> set[str]:
+    """Which of this agent's copies are live."""
+    rows = conn.execute(
+        "SELECT msg_id FROM loom.conversations WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND agent = %s AND msg_id = ANY(%s) AND tombstoned_at IS NULL",
+        (scope.org, scope.namespace, scope.thread_id, scope.agent, msg_ids),
+    ).fetchall()
+    return {r[0] for r in rows}
 
 
 # ---- thread rows ---------------------------------------------------------------------------

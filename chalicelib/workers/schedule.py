@@ -19,7 +19,15 @@ class ScheduledWorker:
 
 def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
-    return []
+    from chalicelib.workers.retention import purge_expired_conversations
+
+    return [
+        ScheduledWorker(
+            "conversation_retention",
+            lambda deps: deps.live().retention_interval_minutes * 60.0,
+            purge_expired_conversations,
+        ),
+    ]
 
 
 def run_forever(deps: Deps, stop: threading.Event) -> None:

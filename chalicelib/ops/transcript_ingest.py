@@ -1,0 +1,59 @@
+"""Appending a whole transcript: stable ids, so a second run of the same file adds nothing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+
+from chalicelib.deps import Deps
+from chalicelib.ops.turn_writer import record_turns
+from chalicelib.store.conversations import NewTurn
+
+BATCH = 64
+
+
+def transcript_thread_id(text: str) -> str:
+    """A thread id derived from the file's content, so re-ingesting lands in the same thread."""
+    return "ingest-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def turn_msg_id(thread_id: str, index: int, role: str, content: str) -> str:
+    """Position-aware: two identical turns of one transcript stay two turns."""
+    digest = hashlib.sha256(f"{thread_id}\x1f{index}\x1f{role}\x1f{content}".encode()).hexdigest()
+    return f"t{index}-{digest[:24]}"
+
+
+def ingest_turns(
+    deps: Deps,
+    *,
+    org: str,
+    namespace: str,
+    agent: str,
+    thread_id: str,
+    turns: list[tuple[str, str]],
+    user_id: str = "-",
+    run_id: str = "-",
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> Counter[str]:
+    """Record every turn in batches (one embedding call a batch); counts answers by reason."""
+    counts: Counter[str] = Counter()
+    new = [
+        NewTurn(
+            org=org,
+            namespace=namespace,
+            thread_id=thread_id,
+            agent=agent,
+            msg_id=turn_msg_id(thread_id, i, role, content),
+            role=role,
+            content=content,
+            user_id=user_id,
+            run_id=run_id,
+        )
+        for i, (role, content) in enumerate(turns)
+    ]
+    for start in range(0, len(new), BATCH):
+        for answer in record_turns(deps, new[start : start + BATCH]):
+            counts[answer.reason or "stored"] += 1
+        progress(min(start + BATCH, len(new)), len(new))
+    return counts

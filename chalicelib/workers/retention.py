@@ -1,0 +1,26 @@
+"""The transcript TTL: turns older than LOOM_RETENTION_CONVERSATIONS_DAYS are removed from disk.
+
+The TTL covers loom.conversations only; embedding rows have none (the spec bounds it so).
+"""
+
+from __future__ import annotations
+
+from chalicelib.deps import Deps
+from chalicelib.store.conversations import purge_expired_turns
+
+BATCH = 5000
+MAX_BATCHES_PER_PASS = 200
+
+
+def purge_expired_conversations(deps: Deps) -> dict[str, int]:
+    """One pass: remove expired turns in batches; 0 days keeps everything forever."""
+    days = deps.live().retention_conversations_days
+    removed = 0
+    if days > 0:
+        for _ in range(MAX_BATCHES_PER_PASS):
+            with deps.pool.connection() as conn:
+                n = purge_expired_turns(conn, days, BATCH)
+            removed += n
+            if n < BATCH:
+                break
+    return {"retention_days": days, "turns_removed": removed}

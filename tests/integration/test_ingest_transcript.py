@@ -1,0 +1,103 @@
+"""`loom ingest-transcript`: Markdown or JSON turns, batched embeds, idempotent re-runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chalicelib import cli
+from chalicelib.ops.transcript_ingest import BATCH, ingest_turns
+from chalicelib.store.namespaces import set_conversation_logging
+from chalicelib.transcript_file import TranscriptError, parse_transcript
+
+LOCOMO = Path(__file__).parents[1] / "fixtures" / "locomo26_sessions1-5.json"
+
+
+@pytest.fixture
+def cli_env(monkeypatch, database_url, org):
+    monkeypatch.setenv("LOOM_DATABASE_URL", database_url)
+    monkeypatch.setenv("LOOM_EMBEDDER", "fake")
+    monkeypatch.setenv("LOOM_ORG", org)
+
+
+def _turn_count(pool, org, namespace):
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*), count(DISTINCT thread_id) FROM loom.conversations"
+            " WHERE org = %s AND namespace = %s",
+            (org, namespace),
+        ).fetchone()
+    return row
+
+
+def test_markdown_sections_parse_in_order():
+    text = "# user\nHello there\n\n# assistant\nHi!\nTwo lines.\n# USER\nbye\n"
+    assert parse_transcript(text) == [
+        ("user", "Hello there"),
+        ("assistant", "Hi!\nTwo lines."),
+        ("user", "bye"),
+    ]
+
+
+def test_bad_files_are_refused_with_a_reason():
+    for text in ("just prose", '[{"role": "robot", "content": "x"}]', "[1]", "{}"):
+        with pytest.raises(TranscriptError):
+            parse_transcript(text)
+
+
+def test_locomo_conversation_ingests_once_and_a_rerun_adds_nothing(cli_env, pool, org, capsys):
+    """GIVEN a LoCoMo conversation as JSON turns and a recording namespace
+    WHEN it is ingested twice THEN every turn is stored once and the second run adds nothing."""
+    turns = json.loads(LOCOMO.read_text())
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "locomo", True)
+    args = ["ingest-transcript", "--namespace", "locomo", "--file", str(LOCOMO)]
+    assert cli.main(args) == 0
+    first = capsys.readouterr()
+    assert f"{len(turns)} stored" in first.out
+    assert f"{len(turns)}/{len(turns)} turns" in first.err  # the progress bar reached the end
+    assert _turn_count(pool, org, "locomo") == (len(turns), 1)
+    assert cli.main(args) == 0
+    assert f"{len(turns)} duplicate" in capsys.readouterr().out
+    assert _turn_count(pool, org, "locomo") == (len(turns), 1)
+
+
+def test_dry_run_counts_and_appends_nothing(cli_env, pool, org, capsys, tmp_path):
+    f = tmp_path / "t.md"
+    f.write_text("# user\nhello\n# assistant\nhi\n# user\nhello\n")
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    assert cli.main(["ingest-transcript", "--namespace", "ns", "--file", str(f), "--dry-run"]) == 0
+    assert "3 turns (1 assistant, 2 user)" in capsys.readouterr().out
+    assert _turn_count(pool, org, "ns") == (0, 0)
+
+
+def test_recording_off_appends_nothing_and_says_how_to_turn_it_on(cli_env, pool, org, capsys):
+    assert cli.main(["ingest-transcript", "--namespace", "off", "--file", str(LOCOMO)]) == 2
+    assert "conversation.set_logging" in capsys.readouterr().err
+    assert _turn_count(pool, org, "off") == (0, 0)
+
+
+def test_thread_id_flag_and_repeated_turns_stay_distinct(cli_env, pool, org, tmp_path, capsys):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps([{"role": "user", "content": "ok"}, {"role": "user", "content": "ok"}]))
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    args = ["ingest-transcript", "--namespace", "ns", "--file", str(f), "--thread-id", "t-1"]
+    assert cli.main(args) == 0
+    with pool.connection() as conn:
+        threads = conn.execute(
+            "SELECT thread_id, count(*) FROM loom.conversations WHERE org = %s GROUP BY 1", (org,)
+        ).fetchall()
+    assert threads == [("t-1", 2)]
+
+
+def test_turns_are_embedded_in_batches(deps, embedder, pool, org):
+    turns = [("user" if i % 2 else "assistant", f"turn number {i}") for i in range(BATCH + 10)]
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    counts = ingest_turns(deps, org=org, namespace="ns", agent="a", thread_id="t", turns=turns)
+    assert counts == {"stored": BATCH + 10}
+    assert embedder.batches == [BATCH, 10]

@@ -1,0 +1,68 @@
+"""LOOM_RETENTION_CONVERSATIONS_DAYS: expired turns leave the disk; embeddings have no TTL."""
+
+from __future__ import annotations
+
+from chalicelib.auth import mint_token
+from chalicelib.workers.retention import purge_expired_conversations
+from tests.conftest import Api
+
+
+def _seed(api, deps, org):
+    token = mint_token(deps, org=org, role="admin")
+    a = Api(api.client, token)
+    a.ok("conversation.set_logging", namespace="ns", enabled=True)
+    for i, content in enumerate(["old ledger note", "fresh ledger note"]):
+        a.ok(
+            "conversation.append",
+            namespace="ns",
+            agent="bot",
+            thread_id="t",
+            msg_id=f"m{i}",
+            role="user",
+            content=content,
+        )
+    with deps.pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversations SET ts = now() - interval '40 days'"
+            " WHERE org = %s AND msg_id = 'm0'",
+            (org,),
+        )
+
+
+def _live(deps, org, table):
+    with deps.pool.connection() as conn:
+        rows = conn.execute(f"SELECT msg_id FROM loom.{table} WHERE org = %s", (org,)).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def _set_days(deps, days):
+    with deps.pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.settings (name, value) VALUES ('retention_conversations_days', %s)"
+            " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+            (str(days),),
+        )
+
+
+def test_zero_days_keeps_every_turn_forever(api, deps, org):
+    _seed(api, deps, org)
+    assert purge_expired_conversations(deps)["turns_removed"] == 0
+    assert _live(deps, org, "conversations") == ["m0", "m1"]
+
+
+def test_expired_turns_are_removed_and_their_embeddings_stay(api, deps, org, client):
+    """GIVEN a 30-day TTL and a 40-day-old turn WHEN the scheduled worker runs
+    THEN the old turn is gone from disk, the fresh one stays, and both embedding rows stay."""
+    _seed(api, deps, org)
+    _set_days(deps, 30)
+    try:
+        event = client.events.generate_cw_event(
+            source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+        )
+        result = client.lambda_.invoke("conversation_retention", event).payload
+    finally:
+        with deps.pool.connection() as conn:
+            conn.execute("DELETE FROM loom.settings WHERE name = 'retention_conversations_days'")
+    assert result["turns_removed"] >= 1
+    assert _live(deps, org, "conversations") == ["m1"]
+    assert _live(deps, org, "conversation_embeddings") == ["m0", "m1"]

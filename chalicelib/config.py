@@ -16,6 +16,7 @@ BOOT_ONLY = frozenset(
         "data_dir",
         "database_url",
         "migrate_on_start",
+        "database_prepare",
         "llm_provider",
         "llm_model",
         "llm_base_url",
@@ -44,6 +45,7 @@ class Settings(BaseSettings):
     data_dir: str = ".loom"
     database_url: str | None = None
     migrate_on_start: bool = True
+    database_prepare: bool = True  # false behind RDS Proxy or a transaction pooler
     pool_max_size: int = Field(default=8, ge=1, le=100)
     settings_refresh_seconds: float = Field(default=5.0, ge=0)
 
@@ -64,7 +66,7 @@ class Settings(BaseSettings):
 
     # Conversations.
     conversation_search_min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
-    conversation_search_excerpt_chars: int = Field(default=240, ge=1, le=10000)
+    conversation_search_excerpt_chars: int = Field(default=240, ge=1, le=2048)
     conversation_titler_enabled: bool = True
     conversation_titler_interval_minutes: int = Field(default=15, ge=1)
     conversation_titler_window_hours: int = Field(default=168, ge=1)

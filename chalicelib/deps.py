@@ -60,7 +60,11 @@ class Deps:
                 url = self.database_url()
                 if self.settings.migrate_on_start:
                     migrate(url)
-                self._pool = open_pool(url, max_size=self.settings.pool_max_size)
+                self._pool = open_pool(
+                    url,
+                    max_size=self.settings.pool_max_size,
+                    prepare=self.settings.database_prepare,
+                )
             return self._pool
 
     @property

@@ -437,7 +437,7 @@ def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     namespaces, skipped = fan_out(ctx, inp.org, inp.namespace, inp.namespace_scope)
     filt = TurnFilter(
         org=inp.org,
-        namespaces=namespaces,
+        namespaces=tuple(namespaces),
         agent=_any_agent(inp.agent),
         thread_id=inp.thread_id,
         run_id=None if inp.run_id in (None, "-") else inp.run_id,

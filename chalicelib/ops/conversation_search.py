@@ -15,6 +15,7 @@ from chalicelib.store.conversation_search import (
     vector_search,
 )
 from chalicelib.store.namespaces import org_namespaces
+from chalicelib.store.pool import read_connection
 
 _FALLBACK_PAGES = 5  # substring pages read to fill top_k past turns that read as high
 
@@ -24,7 +25,7 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
     if scope == "this" or ctx.caller.namespace is not None:
         return [namespace], []
     cap = ctx.live().memory_search_fanout_max_namespaces
-    with ctx.deps.pool.connection() as conn:
+    with read_connection(ctx.deps.pool) as conn:
         mine = org_namespaces(conn, org, limit=cap + 1000)
     others = [ns for ns in mine if ns != namespace]
     return [namespace, *others[: cap - 1]], others[cap - 1 :]
@@ -42,7 +43,7 @@ def search_turns(ctx: OpContext, filt: TurnFilter, query: str, top_k: int) -> li
     floor = live.conversation_search_min_similarity
     if floor is None:
         floor = embedder.default_floor
-    with ctx.deps.pool.connection() as conn:
+    with read_connection(ctx.deps.pool) as conn:
         size = scope_size(
             conn, filt, model=embedder.name, dim=len(query_vec), cap=EXACT_SCAN_MAX_ROWS + 1
         )
@@ -65,7 +66,7 @@ def _substring_hits(
     hits: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str]] = set()
     page = max(top_k * 2, 20)
-    with ctx.deps.pool.connection() as conn:
+    with read_connection(ctx.deps.pool) as conn:
         for n in range(_FALLBACK_PAGES):
             rows = substring_search(conn, filt, needle=query, limit=page, offset=n * page)
             for r in rows:

@@ -16,10 +16,11 @@ from chalicelib.store.conversation_search import ensure_vector_index
 from chalicelib.store.conversations import (
     NewTurn,
     TurnVector,
+    existing_copies,
     insert_turns,
-    turn_states,
     write_embeddings,
 )
+from chalicelib.store.pool import read_connection
 
 EMBED_CHARS = 2048
 AppendReason = Literal["", "duplicate", "logging_disabled", "deleted"]
@@ -44,20 +45,24 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
         return []
     first = turns[0]
     scope = (first.org, first.namespace, first.thread_id, first.agent)
-    with deps.pool.connection() as conn:
-        recording, states = turn_states(conn, *scope, [t.msg_id for t in turns])
-    now = deps.clock()
-    if not recording:
-        return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]
+    with read_connection(deps.pool) as conn:
+        states = existing_copies(conn, *scope, [t.msg_id for t in turns])
     fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
-    inserted: dict[str, datetime] = {}
+    inserted: dict[str, datetime] | None = {}
     if fresh:
         with deps.pool.connection() as conn:
             inserted = insert_turns(conn, fresh)
-            raced = [t.msg_id for t in fresh if t.msg_id not in inserted]
+            raced = [t.msg_id for t in fresh if inserted and t.msg_id not in inserted]
             if raced:
-                _, more = turn_states(conn, *scope, raced)
-                states.update(more)
+                states.update(existing_copies(conn, *scope, raced))
+    now = deps.clock()
+    if inserted is None:
+        return [
+            Recorded(t.msg_id, now, False, "logging_disabled")
+            if t.msg_id not in states
+            else _existing(t.msg_id, states[t.msg_id], now)
+            for t in turns
+        ]
     to_embed = [t for t in fresh if t.msg_id in inserted and embeddable(t)]
     removed = _embed(deps, to_embed, inserted) if to_embed else set()
     answers = []
@@ -66,11 +71,16 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
             ts = inserted.pop(t.msg_id)
             gone = t.msg_id in removed
             answers.append(Recorded(t.msg_id, ts, not gone, "deleted" if gone else ""))
-        elif states.get(t.msg_id) == "tombstoned":
-            answers.append(Recorded(t.msg_id, now, False, "deleted"))
         else:
-            answers.append(Recorded(t.msg_id, now, True, "duplicate"))
+            answers.append(_existing(t.msg_id, states.get(t.msg_id, "live"), now))
     return answers
+
+
+def _existing(msg_id: str, state: str, now: datetime) -> Recorded:
+    """A copy already there: a duplicate, or a turn deleted since (never revived)."""
+    if state == "tombstoned":
+        return Recorded(msg_id, now, False, "deleted")
+    return Recorded(msg_id, now, True, "duplicate")
 
 
 def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str]:

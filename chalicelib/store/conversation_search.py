@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,13 +13,14 @@ from psycopg.rows import dict_row
 
 # A scope up to this many embedded turns is ranked exactly: cheap, and never comes back short.
 EXACT_SCAN_MAX_ROWS = 5000
+_DEFAULT_EF_SEARCH = 40  # pgvector's default candidate list; raised for a larger top_k
 _ensured_indexes: set[int] = set()
 
 
 @dataclass(frozen=True)
 class TurnFilter:
     org: str
-    namespaces: list[str]
+    namespaces: tuple[str, ...]
     agent: str | None = None
     thread_id: str | None = None
     run_id: str | None = None
@@ -39,20 +42,32 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
     _ensured_indexes.add(dim)
 
 
+_FILTER_FIELDS = ("agent", "thread_id", "run_id", "role", "user_id")
+
+
 def _filters(f: TurnFilter, alias: str) -> tuple[sql.Composable, dict[str, Any]]:
+    """The WHERE clause for a filter's shape (cached) and its parameters."""
+    present = _shape(f)
+    params: dict[str, Any] = {"org": f.org, "namespaces": list(f.namespaces)}
+    params.update({name: getattr(f, name) for name in present})
+    return _where(alias, present), params
+
+
+def _shape(f: TurnFilter) -> tuple[str, ...]:
+    return tuple(name for name in _FILTER_FIELDS if getattr(f, name) is not None)
+
+
+@functools.cache
+def _where(alias: str, present: tuple[str, ...]) -> sql.Composable:
     col = sql.Identifier
     conds: list[sql.Composable] = [
         sql.SQL("{}.org = %(org)s AND {}.namespace = ANY(%(namespaces)s)").format(
             col(alias), col(alias)
         )
     ]
-    params: dict[str, Any] = {"org": f.org, "namespaces": f.namespaces}
-    for name in ("agent", "thread_id", "run_id", "role", "user_id"):
-        value = getattr(f, name)
-        if value is not None:
-            conds.append(sql.SQL("{}.{} = %({})s").format(col(alias), col(name), sql.SQL(name)))
-            params[name] = value
-    return sql.SQL(" AND ").join(conds), params
+    for name in present:
+        conds.append(sql.SQL("{}.{} = %({})s").format(col(alias), col(name), sql.SQL(name)))
+    return sql.SQL(" AND ").join(conds)
 
 
 def _embedded(dim: int) -> sql.Composable:
@@ -62,8 +77,26 @@ def _embedded(dim: int) -> sql.Composable:
     ).format(dim=sql.Literal(dim))
 
 
+_sizes: dict[tuple[Any, ...], tuple[float, int]] = {}
+SCOPE_SIZE_TTL_SECONDS = 60.0
+
+
 def scope_size(conn: Connection, f: TurnFilter, *, model: str, dim: int, cap: int) -> int:
-    """Embedded turns in scope, counted up to `cap`."""
+    """Embedded turns in scope, counted up to `cap`; remembered for a minute, since a scope
+    that crosses the exact-scan bound a little late is ranked correctly either way."""
+    key = (f, model, dim, cap)
+    now = time.monotonic()
+    cached = _sizes.get(key)
+    if cached and now - cached[0] < SCOPE_SIZE_TTL_SECONDS:
+        return cached[1]
+    if len(_sizes) > 10_000:
+        _sizes.clear()
+    size = _count_scope(conn, f, model=model, dim=dim, cap=cap)
+    _sizes[key] = (now, size)
+    return size
+
+
+def _count_scope(conn: Connection, f: TurnFilter, *, model: str, dim: int, cap: int) -> int:
     where, params = _filters(f, "e")
     query = sql.SQL(
         "SELECT count(*) FROM (SELECT 1 FROM loom.conversation_embeddings e"
@@ -84,30 +117,42 @@ def vector_search(
     excerpt_chars: int,
     exact: bool,
 ) -> list[dict[str, Any]]:
-    """Top-k live turns by cosine similarity, most similar first."""
-    where, params = _filters(f, "e")
+    """Top-k embedded turns by cosine similarity, most similar first."""
+    _, params = _filters(f, "e")
+    query = _ranking_query(_shape(f), dim, exact)
+    params.update(model=model, q=query_vec, k=k, excerpt=excerpt_chars)
+    wide = not exact and k > _DEFAULT_EF_SEARCH
+    with conn.cursor(row_factory=dict_row) as cur:
+        if wide:
+            cur.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(k)))
+        try:
+            rows = cur.execute(query, params).fetchall()
+        finally:
+            if wide:
+                cur.execute("RESET hnsw.ef_search")
+    rows.sort(key=lambda r: r["similarity"], reverse=True)  # relaxed order may be off slightly
+    return rows
+
+
+@functools.cache
+def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool) -> str:
     distance = sql.SQL("(e.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
         dim=sql.Literal(dim)
     )
     # `+ 0` keeps the planner off the HNSW index: an exact scan of a small scope.
     order = sql.SQL("{} + 0").format(distance) if exact else distance
-    query = sql.SQL(
-        "SELECT e.msg_id, e.thread_id, e.namespace, e.agent, e.role, e.user_id, e.run_id, c.ts,"
-        " left(c.content, %(excerpt)s) AS excerpt, 1 - {distance} AS similarity"
-        " FROM loom.conversation_embeddings e JOIN loom.conversations c"
-        " ON c.org = e.org AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
-        " AND c.agent = e.agent AND c.msg_id = e.msg_id AND c.tombstoned_at IS NULL"
-        " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
-    ).format(distance=distance, where=where, embedded=_embedded(dim), order=order)
-    params.update(model=model, q=query_vec, k=k, excerpt=excerpt_chars)
-    with conn.transaction():
-        if not exact:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(40, k))))
-        with conn.cursor(row_factory=dict_row) as cur:
-            rows = cur.execute(query, params).fetchall()
-    rows.sort(key=lambda r: r["similarity"], reverse=True)  # relaxed order may be off slightly
-    return rows
+    # The embedding row carries what a hit shows (its text is the turn's first 2,048
+    # characters), so ranking reads one table, as the raw pgvector query does.
+    return (
+        sql.SQL(
+            "SELECT e.msg_id, e.thread_id, e.namespace, e.agent, e.role, e.user_id, e.run_id, e.ts,"
+            " left(e.text, %(excerpt)s) AS excerpt, 1 - {distance} AS similarity"
+            " FROM loom.conversation_embeddings e"
+            " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
+        )
+        .format(distance=distance, where=_where("e", shape), embedded=_embedded(dim), order=order)
+        .as_string()
+    )
 
 
 def substring_search(

@@ -11,6 +11,8 @@ from psycopg import Connection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from chalicelib.store.namespaces import conversation_logging_enabled
+
 TurnState = Literal["live", "tombstoned"]
 TURN_COLUMNS = (
     "msg_id, thread_id, role, content, reasoning, agent, user_id, run_id, metadata, tokens, ts"
@@ -25,24 +27,17 @@ def take_thread_lease(conn: Connection, org: str, namespace: str, thread_id: str
     )
 
 
-def turn_states(
+def existing_copies(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
-) -> tuple[bool, dict[str, TurnState]]:
-    """One read: is recording on, and which of this agent's copies exist already."""
+) -> dict[str, TurnState]:
+    """Which of this agent's copies of these turns exist already: a primary-key read."""
     rows = conn.execute(
-        "SELECT NULL::text, coalesce((SELECT conversation_logging_enabled FROM loom.namespaces"
-        "   WHERE org = %s AND namespace = %s), false)"
-        " UNION ALL"
-        " SELECT msg_id, tombstoned_at IS NOT NULL FROM loom.conversations"
+        "SELECT msg_id, tombstoned_at IS NOT NULL FROM loom.conversations"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s"
         " AND msg_id = ANY(%s)",
-        (org, namespace, org, namespace, thread_id, agent, msg_ids),
+        (org, namespace, thread_id, agent, msg_ids),
     ).fetchall()
-    recording = any(bool(flag) for msg_id, flag in rows if msg_id is None)
-    states: dict[str, TurnState] = {
-        msg_id: ("tombstoned" if gone else "live") for msg_id, gone in rows if msg_id is not None
-    }
-    return recording, states
+    return {msg_id: ("tombstoned" if gone else "live") for msg_id, gone in rows}
 
 
 @dataclass(frozen=True)
@@ -65,10 +60,11 @@ def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
     return [[getattr(t, n) for t in turns] for n in names]
 
 
-def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime]:
-    """Insert one thread's turns in order, under its lease; returns the ts of each inserted.
+def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] | None:
+    """Insert one thread's turns in order, under its lease, if the namespace records.
 
-    Copies that already exist are skipped (not in the result).
+    Returns the ts of each turn inserted (copies that exist already are skipped), or None
+    when recording is off (fails closed: a namespace with no row does not record).
     """
     first = turns[0]
     take_thread_lease(conn, first.org, first.namespace, first.thread_id)
@@ -80,6 +76,8 @@ def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime]:
         " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
         " %s::jsonb[], %s::int[]) WITH ORDINALITY"
         " AS t(msg_id, role, content, reasoning, user_id, run_id, metadata, tokens, ord)"
+        " WHERE EXISTS (SELECT 1 FROM loom.namespaces n WHERE n.org = %s AND n.namespace = %s"
+        "   AND n.conversation_logging_enabled)"
         " ORDER BY t.ord"
         " ON CONFLICT DO NOTHING RETURNING msg_id, ts",
         (
@@ -90,8 +88,12 @@ def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime]:
             *_columns(turns, "msg_id", "role", "content", "reasoning", "user_id", "run_id"),
             [Jsonb(t.metadata) for t in turns],
             [t.tokens for t in turns],
+            first.org,
+            first.namespace,
         ),
     ).fetchall()
+    if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
+        return None
     return dict(rows)
 
 
@@ -109,6 +111,8 @@ def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> s
     returns the msg_ids written. A live row another agent's copy wrote is shared, not replaced.
     """
     first = items[0].turn
+    # The vector is derived data: its commit need not wait for the WAL flush.
+    conn.execute("SET LOCAL synchronous_commit = off")
     take_thread_lease(conn, first.org, first.namespace, first.thread_id)
     turns = [i.turn for i in items]
     rows = conn.execute(

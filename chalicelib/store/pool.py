@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
@@ -10,17 +13,34 @@ from psycopg_pool import ConnectionPool
 def _configure(conn: psycopg.Connection) -> None:
     conn.autocommit = True
     register_vector(conn)
+    # A filtered HNSW scan keeps scanning until LIMIT rows pass the filter (pgvector 0.8).
+    conn.execute("SET hnsw.iterative_scan = relaxed_order")
     conn.autocommit = False
 
 
-def open_pool(database_url: str, *, max_size: int = 8) -> ConnectionPool:
-    """Open a pool; `with pool.connection() as conn:` is one transaction, committed on exit."""
+@contextmanager
+def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
+    """A pooled connection for reads: autocommit, so no COMMIT round trip."""
+    with pool.connection() as conn:
+        conn.autocommit = True
+        try:
+            yield conn
+        finally:
+            conn.autocommit = False
+
+
+def open_pool(database_url: str, *, max_size: int = 8, prepare: bool = True) -> ConnectionPool:
+    """Open a pool; `with pool.connection() as conn:` is one transaction, committed on exit.
+
+    `prepare=False` turns server-side prepared statements off, as RDS Proxy and transaction
+    poolers need (LOOM_DATABASE_PREPARE=false).
+    """
     return ConnectionPool(
         database_url,
         min_size=1,
         max_size=max_size,
         configure=_configure,
-        kwargs={"prepare_threshold": None},  # safe behind RDS Proxy and transaction poolers
+        kwargs={"prepare_threshold": 5 if prepare else None},
         open=True,
         name="loom",
     )

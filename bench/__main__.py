@@ -1,0 +1,62 @@
+"""`make bench [QUICK=1]`: every benchmark, one table of ratios, and a JSON file of the run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from bench import read_path, write_path
+from bench.harness import Figure, bench_database, say
+
+RESULTS = Path(__file__).parent / "results"
+SUITES = {"write_path": write_path.run, "read_path": read_path.run}
+
+
+def _table(figures: list[Figure]) -> str:
+    head = f"{'figure':34} {'value':>12} {'baseline':>26} {'ratio':>8} {'goal':>9}  met"
+    lines = [head, "-" * len(head)]
+    for f in figures:
+        met = {True: "yes", False: "NO", None: "-"}[f.met]
+        base = f"{f.baseline:.4g} {f.baseline_name}"[:26]
+        lines.append(
+            f"{f.name:34} {f.value:>8.4g} {f.unit:<3} {base:>26} {f.ratio:>7.3g}x {f.goal:>9}  {met}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="make bench")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes, under two minutes")
+    parser.add_argument("--only", nargs="*", default=None, help="run only these suites")
+    args = parser.parse_args()
+    figures: list[Figure] = []
+    started = time.time()
+    with bench_database() as db:
+        for name, suite in SUITES.items():
+            if args.only and name not in args.only:
+                continue
+            figures.extend(suite(db, args.quick))
+    print(_table(figures))
+    RESULTS.mkdir(exist_ok=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    record = {
+        "commit": commit,
+        "quick": args.quick,
+        "machine": platform.platform(),
+        "seconds": round(time.time() - started, 1),
+        "figures": [f.as_dict() for f in figures],
+    }
+    out = RESULTS / f"bench-{time.strftime('%Y%m%d-%H%M%S')}{'-quick' if args.quick else ''}.json"
+    out.write_text(json.dumps(record, indent=2))
+    say(f"results written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

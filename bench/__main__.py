@@ -9,22 +9,27 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench import read_path, write_path
+from bench import cold_start, locomo_recall, read_path, write_path
 from bench.harness import Figure, bench_database, say
 
 RESULTS = Path(__file__).parent / "results"
-SUITES = {"write_path": write_path.run, "read_path": read_path.run}
+SUITES = {
+    "write_path": write_path.run,
+    "read_path": read_path.run,
+    "cold_start": cold_start.run,
+    "locomo": locomo_recall.run,
+}
 
 
 def _table(figures: list[Figure]) -> str:
-    head = f"{'figure':34} {'value':>12} {'baseline':>26} {'ratio':>8} {'goal':>9}  met"
+    head = f"{'figure':46} {'value':>14} {'baseline':>30} {'ratio':>8} {'goal':>9}  met"
     lines = [head, "-" * len(head)]
     for f in figures:
         met = {True: "yes", False: "NO", None: "-"}[f.met]
-        base = f"{f.baseline:.4g} {f.baseline_name}"[:26]
-        lines.append(
-            f"{f.name:34} {f.value:>8.4g} {f.unit:<3} {base:>26} {f.ratio:>7.3g}x {f.goal:>9}  {met}"
-        )
+        value = f"{f.value:.4g} {f.unit}"
+        base = f"{f.baseline:.4g} {f.baseline_name}"[:30]
+        ratio = f"{f.ratio:.3g}x"
+        lines.append(f"{f.name[:46]:46} {value:>14} {base:>30} {ratio:>8} {f.goal:>9}  {met}")
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ from bench.harness import BenchDb, Figure, p95, say, timed
 from chalicelib.auth import local_caller
 from chalicelib.registry import call
 from chalicelib.sensitivity import reads_as_high
+from chalicelib.store.pool import read_connection
 
 SIZES = {"quick": 400, "full": 3000}
 
@@ -32,7 +33,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     append_rate = n / (time.perf_counter() - start)
 
     say(f"write path: {n} raw INSERT + COMMIT of the same rows ...")
-    vector = deps.embedder.embed_documents([_turn(0)])[0]
+    vectors = deps.embedder.embed_documents([_turn(i) for i in range(n)])
     with deps.pool.connection() as conn:
         conn.commit()
         start = time.perf_counter()
@@ -46,7 +47,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
                 "INSERT INTO loom.conversation_embeddings (org, namespace, thread_id, msg_id,"
                 " model, agent, role, text, dim, embedding, ts)"
                 " VALUES (%s, 'w', 'raw', %s, 'raw', 'bench', 'user', %s, %s, %s, now())",
-                (org, f"r{i}", _turn(i), len(vector), vector),
+                (org, f"r{i}", _turn(i), len(vectors[i]), vectors[i]),
             )
             conn.commit()
         raw_rate = n / (time.perf_counter() - start)
@@ -60,7 +61,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     )
 
     def lookup() -> None:
-        with deps.pool.connection() as conn:
+        with read_connection(deps.pool) as conn:
             conn.execute(
                 "SELECT 1 FROM loom.conversations WHERE org = %s AND namespace = 'w'"
                 " AND thread_id = 't' AND agent = 'bench' AND msg_id = 'm7'",

@@ -67,8 +67,17 @@ def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] 
     when recording is off (fails closed: a namespace with no row does not record).
     """
     first = turns[0]
-    take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-    rows = conn.execute(
+    with conn.pipeline():  # the lease and the insert in one round trip
+        take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+        rows = _insert_turns(conn, turns)
+    if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
+        return None
+    return dict(rows)
+
+
+def _insert_turns(conn: Connection, turns: list[NewTurn]) -> list[tuple[str, datetime]]:
+    first = turns[0]
+    return conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
         " reasoning, user_id, run_id, metadata, tokens, ts)"
         " SELECT %s, %s, %s, %s, t.msg_id, t.role, t.content, t.reasoning, t.user_id, t.run_id,"
@@ -92,9 +101,6 @@ def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] 
             first.namespace,
         ),
     ).fetchall()
-    if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
-        return None
-    return dict(rows)
 
 
 @dataclass(frozen=True)
@@ -111,48 +117,65 @@ def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> s
     returns the msg_ids written. A live row another agent's copy wrote is shared, not replaced.
     """
     first = items[0].turn
-    # The vector is derived data: its commit need not wait for the WAL flush.
-    conn.execute("SET LOCAL synchronous_commit = off")
-    take_thread_lease(conn, first.org, first.namespace, first.thread_id)
     turns = [i.turn for i in items]
-    rows = conn.execute(
-        "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
-        " agent, role, user_id, run_id, text, dim, embedding, error, ts)"
-        " SELECT %(org)s, %(ns)s, %(thread)s, t.msg_id, %(model)s, %(agent)s, t.role, t.user_id,"
-        " t.run_id, t.text, coalesce(vector_dims(t.embedding), 0), t.embedding, t.error, t.ts"
-        " FROM unnest(%(msg_id)s::text[], %(role)s::text[], %(user_id)s::text[],"
-        " %(run_id)s::text[], %(text)s::text[], %(embedding)s::vector[], %(error)s::text[],"
-        " %(ts)s::timestamptz[]) AS t(msg_id, role, user_id, run_id, text, embedding, error, ts)"
-        " JOIN loom.conversations c ON c.org = %(org)s AND c.namespace = %(ns)s"
-        " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = t.msg_id"
-        " AND c.tombstoned_at IS NULL"
-        " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
-        " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
-        " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
-        " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
-        " tombstoned_at = NULL, created_at = now()"
-        " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL"
-        " RETURNING e.msg_id",
-        {
-            "org": first.org,
-            "ns": first.namespace,
-            "thread": first.thread_id,
-            "agent": first.agent,
-            "model": model,
-            "msg_id": [t.msg_id for t in turns],
-            "role": [t.role for t in turns],
-            "user_id": [t.user_id for t in turns],
-            "run_id": [t.run_id for t in turns],
-            "text": [i.text for i in items],
-            "embedding": [i.vector for i in items],
-            "error": [i.error for i in items],
-            "ts": [i.ts for i in items],
-        },
-    ).fetchall()
+    with conn.pipeline():  # one round trip for the three statements
+        # The vector is derived data: its commit need not wait for the WAL flush.
+        conn.execute("SET LOCAL synchronous_commit = off")
+        take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+        rows = _insert_vectors(conn, model, items)
     written = {r[0] for r in rows}
     if len(written) < len(items):  # a live row shared with another copy answers nothing
         written |= live_copies(conn, first, [t.msg_id for t in turns if t.msg_id not in written])
     return written
+
+
+_INSERT_VECTOR = (
+    "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
+    " agent, role, user_id, run_id, text, dim, embedding, error, ts)"
+    " SELECT %(org)s, %(ns)s, %(thread)s, %(msg_id)s, %(model)s, %(agent)s, %(role)s,"
+    " %(user_id)s, %(run_id)s, %(text)s, %(dim)s, %(embedding)s, %(error)s, %(ts)s"
+    " WHERE EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = %(org)s"
+    "   AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+    "   AND c.msg_id = %(msg_id)s AND c.tombstoned_at IS NULL)"
+    " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
+    " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
+    " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
+    " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
+    " tombstoned_at = NULL, created_at = now()"
+    " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL"
+    " RETURNING e.msg_id"
+)
+
+
+def _insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> list[tuple[str]]:
+    """One statement a turn, sent together: the vector binds as itself, not as text."""
+    params = [
+        {
+            "org": i.turn.org,
+            "ns": i.turn.namespace,
+            "thread": i.turn.thread_id,
+            "agent": i.turn.agent,
+            "model": model,
+            "msg_id": i.turn.msg_id,
+            "role": i.turn.role,
+            "user_id": i.turn.user_id,
+            "run_id": i.turn.run_id,
+            "text": i.text,
+            "dim": 0 if i.vector is None else len(i.vector),
+            "embedding": i.vector,
+            "error": i.error,
+            "ts": i.ts,
+        }
+        for i in items
+    ]
+    rows: list[tuple[str]] = []
+    with conn.cursor() as cur:
+        cur.executemany(_INSERT_VECTOR, params, returning=True)
+        while True:
+            rows.extend(cur.fetchall())
+            if not cur.nextset():
+                break
+    return rows
 
 
 def live_copies(conn: Connection, scope: NewTurn, msg_ids: list[str]) -> set[str]:

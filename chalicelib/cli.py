@@ -39,6 +39,7 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     chalice = Path(sys.executable).parent / "chalice"
     port = str(args.port or settings.port)
     cmd = [str(chalice), "local", "--host", "127.0.0.1", "--port", port, "--stage", "local"]
+    cmd.append("--no-autoreload")  # a served API does not restart when a file is saved
     child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env)
     _say(
         f"Loom is serving on http://127.0.0.1:{port} (auth {settings.auth}, org {settings.org});"

@@ -33,6 +33,16 @@ def _table(figures: list[Figure]) -> str:
     return "\n".join(lines)
 
 
+def _sizes(quick: bool) -> str:
+    mode = "quick" if quick else "full"
+    return (
+        f"{mode} run: {write_path.SIZES[mode]:,} appends; filtered search over"
+        f" {read_path.SIZES[mode]:,} turns ({read_path.QUERIES[mode]} queries, user filter"
+        f" keeps 1%); {cold_start.RUNS[mode]} interpreters per import;"
+        f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--quick", action="store_true", help="reduced sizes, under two minutes")
@@ -45,6 +55,7 @@ def main() -> int:
             if args.only and name not in args.only:
                 continue
             figures.extend(suite(db, args.quick))
+    print(_sizes(args.quick))
     print(_table(figures))
     RESULTS.mkdir(exist_ok=True)
     commit = subprocess.run(
@@ -53,6 +64,7 @@ def main() -> int:
     record = {
         "commit": commit,
         "quick": args.quick,
+        "sizes": _sizes(args.quick),
         "machine": platform.platform(),
         "seconds": round(time.time() - started, 1),
         "figures": [f.as_dict() for f in figures],

@@ -13,6 +13,7 @@ from chalicelib.providers.embedder import build_embedder
 from chalicelib.registry import call
 
 RRF_K = 60
+DATA = locomo.DATA_DIR.name
 
 
 def _recall(ranked: list[list[str]], questions: list[locomo.Question], k: int) -> float:

@@ -18,6 +18,12 @@ ReadScope = Literal["namespace", "own_user", "own_session"]
 ROLES: tuple[Role, ...] = ("viewer", "writer", "admin", "org_admin")
 READ_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user", "own_session")
 TOKEN_PREFIX = "loom_"
+ME = "@me"  # an end user's personal collection, resolved per user
+
+
+def personal_namespace(user_id: str) -> str:
+    """The namespace `@me` names for one user."""
+    return f"{ME}:{user_id}"
 
 
 def role_allows(have: str, need: str) -> bool:

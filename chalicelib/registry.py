@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from chalicelib.auth import Caller, ReadScope, Role, role_allows
+from chalicelib.auth import ME, Caller, ReadScope, Role, personal_namespace, role_allows
 from chalicelib.errors import (
     BadRequestError,
     ForbiddenError,
@@ -117,6 +117,11 @@ def parse_body(raw: bytes | str | None) -> dict[str, Any]:
 def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
     """Fill identity fields from the caller and refuse any that reach outside it."""
     fields = spec.input_model.model_fields
+    if body.get("namespace") == ME:
+        user = caller.read_user_id or body.get("user_id")
+        if not isinstance(user, str) or user in ("", "-"):
+            raise BadRequestError('namespace "@me" needs a user: a user-pinned token or user_id')
+        body["namespace"] = personal_namespace(user)
     if "org" in fields:
         if body.get("org") in (None, ""):
             body["org"] = caller.org

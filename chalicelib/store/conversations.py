@@ -129,18 +129,20 @@ def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> s
     return written
 
 
+# Written from the turn's live row, so a save that flagged the row meanwhile flags its vector.
 _INSERT_VECTOR = (
     "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
-    " agent, role, user_id, run_id, text, dim, embedding, error, ts)"
-    " SELECT %(org)s, %(ns)s, %(thread)s, %(msg_id)s, %(model)s, %(agent)s, %(role)s,"
-    " %(user_id)s, %(run_id)s, %(text)s, %(dim)s, %(embedding)s, %(error)s, %(ts)s"
-    " WHERE EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = %(org)s"
-    "   AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
-    "   AND c.msg_id = %(msg_id)s AND c.tombstoned_at IS NULL)"
+    " agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved, saved_at)"
+    " SELECT c.org, c.namespace, c.thread_id, c.msg_id, %(model)s, c.agent, c.role, c.user_id,"
+    " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at"
+    " FROM loom.conversations c WHERE c.org = %(org)s AND c.namespace = %(ns)s"
+    " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = %(msg_id)s"
+    " AND c.tombstoned_at IS NULL"
     " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
     " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
     " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
     " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
+    " is_saved = EXCLUDED.is_saved, saved_at = EXCLUDED.saved_at,"
     " tombstoned_at = NULL, created_at = now()"
     " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL"
     " RETURNING e.msg_id"
@@ -157,9 +159,6 @@ def _insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> li
             "agent": i.turn.agent,
             "model": model,
             "msg_id": i.turn.msg_id,
-            "role": i.turn.role,
-            "user_id": i.turn.user_id,
-            "run_id": i.turn.run_id,
             "text": i.text,
             "dim": 0 if i.vector is None else len(i.vector),
             "embedding": i.vector,

@@ -1,0 +1,375 @@
+"""Saving single messages: a user's opt-in search, whether or not the namespace records."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import replace
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from chalicelib.auth import ReadScope
+from chalicelib.errors import BadRequestError, ValidationFailedError
+from chalicelib.ops.common import AgentScoped, Ident, OpOutput
+from chalicelib.ops.turn_writer import EMBED_CHARS
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.ranking import centred_excerpt, rrf
+from chalicelib.registry import OpContext, op
+from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
+from chalicelib.store import saved_messages as store
+from chalicelib.store.conversations import NewTurn, take_thread_lease
+from chalicelib.store.namespaces import conversation_logging_enabled
+from chalicelib.store.pool import read_connection
+from chalicelib.store.saved_search import lexical_leg, vector_leg
+
+USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")  # a user-pinned token works
+ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+MsgId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+SaveReason = Literal[
+    "", "duplicate", "owner_mismatch", "deleted", "unsupported_role", "embed_failed",
+    "high_sensitivity",
+]  # fmt: skip
+LEG_DEPTH = 100  # candidates each leg hands to the fusion
+
+
+class SavedRow(OpOutput):
+    conversation_id: str
+    message_id: str
+    role: str
+    excerpt: str
+    score: float | None = None
+    saved_at: datetime | None
+    ts: datetime
+
+
+# ---- save ----------------------------------------------------------------------------------
+
+
+class SaveInput(AgentScoped):
+    conversation_id: ThreadId
+    message_id: MsgId
+    role: Literal["user", "assistant"]
+    content: Annotated[str, StringConstraints(max_length=1_000_000)]
+    user_id: Ident
+
+
+class SaveOutput(OpOutput):
+    conversation_id: str
+    message_id: str
+    indexed: bool
+    reason: SaveReason
+    ts: datetime
+
+
+@op("conversation.save_message", role="writer", kind="idempotent", mcp="none", scopes=USER_SCOPES)
+def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
+    """Flag one message saved for its user (storing it if the transcript does not hold it),
+    and make sure it has a vector; retrying repairs whatever an earlier call left undone."""
+    deps = ctx.deps
+    model = deps.embedder.name
+    key = (inp.org, inp.namespace, inp.conversation_id, inp.message_id)
+
+    def answer(indexed: bool, reason: SaveReason, ts: datetime | None = None) -> SaveOutput:
+        return SaveOutput(
+            conversation_id=inp.conversation_id,
+            message_id=inp.message_id,
+            indexed=indexed,
+            reason=reason,
+            ts=ts or deps.clock(),
+        )
+
+    with read_connection(deps.pool) as conn:
+        copy = store.find_copy(conn, *key, inp.agent, model)
+    if copy is not None:
+        refusal = _refusal(copy, inp.user_id)
+        if refusal:
+            return answer(False, refusal)
+        if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
+            return answer(True, "duplicate", copy["ts"])
+    content = copy["content"] if copy else inp.content
+    if reads_as_high(content):
+        return answer(False, "high_sensitivity")
+    text = content[:EMBED_CHARS]
+    vector, error = None, None
+    if copy is None or not copy["has_vector"]:
+        try:
+            vector = deps.embedder.embed_documents([text])[0]
+        except EmbedderError as exc:
+            error = str(exc)[:1000]
+    agent = copy["agent"] if copy else inp.agent
+    turn = NewTurn(
+        org=inp.org,
+        namespace=inp.namespace,
+        thread_id=inp.conversation_id,
+        agent=agent,
+        msg_id=inp.message_id,
+        role=copy["role"] if copy else inp.role,
+        content=content,
+        user_id=inp.user_id,
+    )
+    with deps.pool.connection() as conn:
+        take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
+        if copy is None:
+            store.insert_saved_turn(conn, turn)
+        claimed = store.claim_saved(conn, *key[:3], agent, inp.message_id, inp.user_id)
+        if claimed is None:
+            conn.rollback()
+            latest = store.find_copy(conn, *key, inp.agent, model)
+            return answer(False, _refusal(latest, inp.user_id) if latest else "deleted")
+        store.flag_embedding(
+            conn,
+            replace(turn, run_id=claimed["run_id"], role=claimed["role"]),
+            model=model,
+            text=text,
+            ts=claimed["ts"],
+            saved_at=claimed["saved_at"],
+            vector=vector,
+            error=error,
+            fresh=vector is not None or error is not None,
+        )
+    if error is not None:
+        return answer(False, "embed_failed", claimed["ts"])
+    return answer(True, "", claimed["ts"])
+
+
+def _refusal(copy: dict[str, Any], user: str) -> SaveReason:
+    """Why a stored message cannot be saved by `user`, or "" when it can."""
+    if copy["deleted"]:
+        return "deleted"
+    if copy["role"] not in ("user", "assistant"):
+        return "unsupported_role"
+    if copy["user_id"] not in ("-", user):
+        return "owner_mismatch"
+    if reads_as_high(copy["content"]):
+        return "high_sensitivity"
+    return ""
+
+
+# ---- unsave --------------------------------------------------------------------------------
+
+
+class UnsaveInput(AgentScoped):
+    conversation_id: ThreadId
+    message_id: MsgId
+    user_id: Ident
+
+
+class UnsaveOutput(OpOutput):
+    conversation_id: str
+    message_id: str
+    found: bool
+    removed: bool
+    ts: datetime
+
+
+@op("conversation.unsave_message", role="writer", kind="idempotent", mcp="none", scopes=USER_SCOPES)
+def unsave_message(inp: UnsaveInput, ctx: OpContext) -> UnsaveOutput:
+    """Withdraw a saved message: the flag goes; the turn goes too where the namespace does not
+    record, since it existed only because of the save. Never says who else saved it."""
+    key = (inp.org, inp.namespace, inp.conversation_id)
+    removed = False
+    with ctx.deps.pool.connection() as conn:
+        take_thread_lease(conn, *key)
+        agent = store.unflag_saved(conn, *key, inp.message_id, inp.user_id)
+        if agent is not None:
+            removed = not conversation_logging_enabled(conn, inp.org, inp.namespace)
+            if removed:
+                store.remove_turn(conn, *key, agent, inp.message_id)
+            store.withdraw_embedding(conn, *key, inp.message_id, tombstone=removed)
+    return UnsaveOutput(
+        conversation_id=inp.conversation_id,
+        message_id=inp.message_id,
+        found=agent is not None,
+        removed=removed,
+        ts=ctx.deps.clock(),
+    )
+
+
+# ---- list / status -------------------------------------------------------------------------
+
+SAVED_FIELDS = tuple(f for f in SavedRow.model_fields if f != "score")  # score is for hits
+
+
+def _check_fields(fields: list[str] | None) -> list[str]:
+    wanted = fields or list(SAVED_FIELDS)
+    unknown = sorted(set(wanted) - set(SAVED_FIELDS))
+    if unknown:
+        raise ValidationFailedError(
+            f"fields: unknown {', '.join(unknown)}; known: {', '.join(SAVED_FIELDS)}"
+        )
+    return wanted
+
+
+def _encode(ts: datetime, thread_id: str, msg_id: str) -> str:
+    raw = json.dumps([ts.isoformat(), thread_id, msg_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode(cursor: str) -> tuple[datetime, str, str]:
+    try:
+        ts, thread_id, msg_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(ts), str(thread_id), str(msg_id)
+    except (ValueError, TypeError) as exc:
+        raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
+
+
+class ListSavedInput(AgentScoped):
+    user_id: Ident
+    conversation_id: ThreadId | None = None
+    limit: int = Field(default=50, ge=1, le=200)
+    cursor: str | None = None
+    fields: list[str] | None = None
+
+
+class ListSavedOutput(OpOutput):
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+@op("conversation.list_saved_messages", role="viewer", kind="read", mcp="none", scopes=USER_SCOPES)
+def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
+    """One user's saved messages, most recently saved first; `ts` is when it was saved."""
+    wanted = _check_fields(inp.fields)
+    shown = ctx.live().conversation_search_excerpt_chars
+    with read_connection(ctx.deps.pool) as conn:
+        rows = store.list_saved(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            user=inp.user_id,
+            thread_id=inp.conversation_id,
+            before=_decode(inp.cursor) if inp.cursor else None,
+            limit=inp.limit + 1,
+        )
+    page = rows[: inp.limit]
+    out = []
+    for r in page:
+        content = r.pop("content")
+        r["excerpt"] = "" if excerpt_reads_as_high(content, shown) else content[:shown]
+        out.append(SavedRow(**r).model_dump(include=set(wanted)))
+    last = page[-1] if page else None
+    more = len(rows) > inp.limit and last is not None
+    return ListSavedOutput(
+        rows=out,
+        next_cursor=_encode(last["ts"], last["conversation_id"], last["message_id"])
+        if more and last
+        else None,
+    )
+
+
+class SavedStatusInput(AgentScoped):
+    user_id: Ident
+    conversation_id: ThreadId
+    message_ids: Annotated[list[MsgId], Field(min_length=1, max_length=500)]
+
+
+class SavedStatusOutput(OpOutput):
+    saved: list[str]
+
+
+@op("conversation.saved_status", role="viewer", kind="read", mcp="none", scopes=USER_SCOPES)
+def saved_status(inp: SavedStatusInput, ctx: OpContext) -> SavedStatusOutput:
+    """Which of these messages this user has saved, in the order asked."""
+    with read_connection(ctx.deps.pool) as conn:
+        saved = store.saved_among(
+            conn, inp.org, inp.namespace, inp.user_id, inp.conversation_id, inp.message_ids
+        )
+    return SavedStatusOutput(saved=[m for m in dict.fromkeys(inp.message_ids) if m in saved])
+
+
+# ---- search --------------------------------------------------------------------------------
+
+
+class SearchSavedInput(AgentScoped):
+    user_id: Ident
+    query: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+    conversation_id: ThreadId | None = None
+    role: Literal["user", "assistant"] | None = None
+    top_k: int = Field(default=20, ge=1, le=200)
+    search_mode: Literal["hybrid", "semantic", "lexical"] = "hybrid"
+    lexical_weight: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class SearchSavedOutput(OpOutput):
+    hits: list[SavedRow]
+
+
+@op(
+    "conversation.search_saved_messages",
+    role="viewer",
+    kind="read",
+    mcp="none",
+    scopes=USER_SCOPES,
+)
+def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedOutput:
+    """Hybrid search over one user's saved messages: a vector leg on the first 2,048
+    characters and a BM25 leg over the whole text, fused by reciprocal rank."""
+    shown = ctx.live().conversation_search_excerpt_chars
+    scope: dict[str, Any] = {
+        "org": inp.org,
+        "namespace": inp.namespace,
+        "user": inp.user_id,
+        "thread_id": inp.conversation_id,
+        "role": inp.role,
+    }
+    vector_rows: list[dict[str, Any]] = []
+    lexical_rows: list[dict[str, Any]] = []
+    query_vec = None
+    if inp.search_mode != "lexical":
+        try:
+            query_vec = ctx.deps.embedder.embed_query(inp.query)
+        except EmbedderError:
+            query_vec = None  # fail open: the lexical leg still answers
+    with read_connection(ctx.deps.pool) as conn:
+        if query_vec is not None:
+            vector_rows = vector_leg(
+                conn,
+                **scope,
+                model=ctx.deps.embedder.name,
+                query_vec=query_vec,
+                depth=LEG_DEPTH,
+            )
+        if inp.search_mode != "semantic":
+            lexical_rows = lexical_leg(conn, **scope, query=inp.query, depth=LEG_DEPTH)
+    return SearchSavedOutput(hits=_fuse(inp, vector_rows, lexical_rows, shown))
+
+
+def _fuse(
+    inp: SearchSavedInput,
+    vector_rows: list[dict[str, Any]],
+    lexical_rows: list[dict[str, Any]],
+    shown: int,
+) -> list[SavedRow]:
+    """The hits in fused order; a BM25 hit's excerpt is centred on the terms it matched."""
+    lexical_rows = [r for r in lexical_rows if not reads_as_high(r["content"])]
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in vector_rows:
+        by_key[(r["conversation_id"], r["message_id"])] = {**r, "excerpt": r["text"][:shown]}
+    for r in lexical_rows:
+        excerpt = centred_excerpt(r["content"], r["terms"], shown)
+        by_key[(r["conversation_id"], r["message_id"])] = {**r, "excerpt": excerpt}
+    vec = [(r["conversation_id"], r["message_id"]) for r in vector_rows]
+    lex = [(r["conversation_id"], r["message_id"]) for r in lexical_rows]
+    if inp.search_mode == "semantic":
+        legs = [(vec, 1.0)]
+    elif inp.search_mode == "lexical":
+        legs = [(lex, 1.0)]
+    else:
+        legs = [(vec, 1.0), (lex, inp.lexical_weight)]
+    hits = []
+    for key, score in rrf(legs)[: inp.top_k]:
+        r = by_key[key]  # type: ignore[index]
+        hits.append(
+            SavedRow(
+                conversation_id=r["conversation_id"],
+                message_id=r["message_id"],
+                role=r["role"],
+                excerpt=r["excerpt"],
+                score=score,
+                saved_at=r["saved_at"],
+                ts=r["ts"],
+            )
+        )
+    return hits

@@ -1,0 +1,210 @@
+"""Saved messages: flags on transcript rows and their embedding rows, claimed under the lease."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from psycopg import Connection
+from psycopg.rows import dict_row
+
+from chalicelib.store.conversations import NewTurn
+
+LEXICAL_CHARS = 500_000  # a tsvector holds at most 1 MB; longer texts are indexed this far
+
+# The tsvector of a row's whole text and its length in tokens, for the BM25 leg.
+_LEXICON = (
+    "(SELECT v, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v) u)"
+    f" FROM (SELECT to_tsvector('simple', left(content, {LEXICAL_CHARS})) AS v) s)"
+)
+
+
+def find_copy(
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, agent: str, model: str
+) -> dict[str, Any] | None:
+    """The message's transcript row (the caller agent's copy first) and its embedding row."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT c.agent, c.role, c.content, c.user_id, c.is_saved, c.saved_at, c.ts,"
+            " c.tombstoned_at IS NOT NULL AS deleted,"
+            " e.msg_id IS NOT NULL AND e.tombstoned_at IS NULL AND e.embedding IS NOT NULL"
+            "   AS has_vector,"
+            " coalesce(e.is_saved AND e.tombstoned_at IS NULL, false) AS vector_flagged"
+            " FROM loom.conversations c LEFT JOIN loom.conversation_embeddings e"
+            " ON e.org = c.org AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
+            " AND e.msg_id = c.msg_id AND e.model = %s"
+            " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.msg_id = %s"
+            " ORDER BY c.tombstoned_at IS NOT NULL, c.agent = %s DESC, c.ts LIMIT 1",
+            (model, org, namespace, thread_id, msg_id, agent),
+        ).fetchone()
+
+
+def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
+    """A message the transcript does not hold; the primary key is its deduplication token, so
+    two concurrent saves store one row."""
+    conn.execute(
+        "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
+        " user_id, ts, is_saved, saved_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), true, clock_timestamp())"
+        " ON CONFLICT DO NOTHING",
+        (
+            turn.org,
+            turn.namespace,
+            turn.thread_id,
+            turn.agent,
+            turn.msg_id,
+            turn.role,
+            turn.content,
+            turn.user_id,
+        ),
+    )
+
+
+def claim_saved(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str, user: str
+) -> dict[str, Any] | None:
+    """Flag the row saved for `user` if nobody else owns it, in the mutation itself."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "UPDATE loom.conversations SET user_id = %s, is_saved = true,"
+            " saved_at = CASE WHEN is_saved THEN coalesce(saved_at, clock_timestamp())"
+            "   ELSE clock_timestamp() END,"
+            " (saved_tsv, saved_len) = " + _LEXICON + ""
+            " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s"
+            " AND tombstoned_at IS NULL AND user_id IN ('-', %s) AND role IN ('user', 'assistant')"
+            " RETURNING role, run_id, ts, saved_at",
+            (user, org, namespace, thread_id, agent, msg_id, user),
+        ).fetchone()
+
+
+def flag_embedding(
+    conn: Connection,
+    turn: NewTurn,
+    *,
+    model: str,
+    text: str,
+    ts: datetime,
+    saved_at: datetime,
+    vector: np.ndarray | None,
+    error: str | None,
+    fresh: bool,
+) -> None:
+    """Write (when `fresh`) or flag the message's embedding row, owned by the saving user."""
+    if fresh:
+        conn.execute(
+            "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id,"
+            " model, agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved,"
+            " saved_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s)"
+            " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
+            " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
+            " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
+            " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
+            " is_saved = true, saved_at = EXCLUDED.saved_at, tombstoned_at = NULL,"
+            " created_at = now()",
+            (
+                turn.org,
+                turn.namespace,
+                turn.thread_id,
+                turn.msg_id,
+                model,
+                turn.agent,
+                turn.role,
+                turn.user_id,
+                turn.run_id,
+                text,
+                0 if vector is None else len(vector),
+                vector,
+                error,
+                ts,
+                saved_at,
+            ),
+        )
+    else:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET is_saved = true, saved_at = %s, user_id = %s"
+            " WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s AND model = %s",
+            (saved_at, turn.user_id, turn.org, turn.namespace, turn.thread_id, turn.msg_id, model),
+        )
+
+
+def unflag_saved(
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, user: str
+) -> str | None:
+    """Clear this user's saved flag on the transcript row; the copy's agent, or None."""
+    row = conn.execute(
+        "UPDATE loom.conversations SET is_saved = false, saved_at = NULL, saved_tsv = NULL,"
+        " saved_len = NULL WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s"
+        " AND user_id = %s AND is_saved AND tombstoned_at IS NULL RETURNING agent",
+        (org, namespace, thread_id, msg_id, user),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def withdraw_embedding(
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, *, tombstone: bool
+) -> None:
+    """Clear the embedding row's flag; tombstone it when the turn itself goes."""
+    conn.execute(
+        "UPDATE loom.conversation_embeddings SET is_saved = false, saved_at = NULL,"
+        " tombstoned_at = CASE WHEN %s THEN clock_timestamp() ELSE tombstoned_at END"
+        " WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s",
+        (tombstone, org, namespace, thread_id, msg_id),
+    )
+
+
+def remove_turn(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str
+) -> None:
+    """The lightweight delete of a turn that existed only because it was saved."""
+    conn.execute(
+        "DELETE FROM loom.conversations WHERE org = %s AND namespace = %s AND thread_id = %s"
+        " AND agent = %s AND msg_id = %s",
+        (org, namespace, thread_id, agent, msg_id),
+    )
+
+
+def list_saved(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    user: str,
+    thread_id: str | None,
+    before: tuple[datetime, str, str] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """A user's saved messages, most recently saved first (keyset on save time, thread, id)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT thread_id AS conversation_id, msg_id AS message_id, role, content,"
+            " saved_at, coalesce(saved_at, ts) AS ts FROM loom.conversations"
+            " WHERE org = %(org)s AND namespace = %(ns)s AND user_id = %(user)s AND is_saved"
+            " AND tombstoned_at IS NULL"
+            " AND (%(thread)s::text IS NULL OR thread_id = %(thread)s)"
+            " AND (%(b_ts)s::timestamptz IS NULL"
+            "   OR (coalesce(saved_at, ts), thread_id, msg_id) < (%(b_ts)s, %(b_th)s, %(b_id)s))"
+            " ORDER BY coalesce(saved_at, ts) DESC, thread_id DESC, msg_id DESC LIMIT %(limit)s",
+            {
+                "org": org,
+                "ns": namespace,
+                "user": user,
+                "thread": thread_id,
+                "b_ts": before[0] if before else None,
+                "b_th": before[1] if before else None,
+                "b_id": before[2] if before else None,
+                "limit": limit,
+            },
+        ).fetchall()
+
+
+def saved_among(
+    conn: Connection, org: str, namespace: str, user: str, thread_id: str, msg_ids: list[str]
+) -> set[str]:
+    rows = conn.execute(
+        "SELECT msg_id FROM loom.conversations WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND user_id = %s AND is_saved AND tombstoned_at IS NULL"
+        " AND msg_id = ANY(%s)",
+        (org, namespace, thread_id, user, msg_ids),
+    ).fetchall()
+    return {r[0] for r in rows}

@@ -109,6 +109,8 @@ def parse_body(raw: bytes | str | None) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequestError(f"body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BadRequestError("body is nested too deeply") from exc
     if not isinstance(body, dict):
         raise BadRequestError("body must be a JSON object")
     return body
@@ -157,7 +159,25 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _holds_nul(body: Any) -> bool:
+    """PostgreSQL text cannot hold U+0000: find it anywhere in the body (keys included)."""
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def _validate(spec: OpSpec, body: dict[str, Any]) -> tuple[BaseModel, list[str]]:
+    if _holds_nul(body):
+        raise ValidationFailedError("text may not contain the NUL character (\\u0000)")
     known = spec.input_model.model_fields
     ignored = sorted(k for k in body if k not in known)
     clean = {k: v for k, v in body.items() if k in known}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from datetime import datetime
@@ -10,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
 from chalicelib.ops.conversation_search import fan_out, search_turns
@@ -206,18 +206,6 @@ class TurnOut(OpOutput):
     ts: datetime
 
 
-def encode_cursor(ts: datetime, msg_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([ts.isoformat(), msg_id]).encode()).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        ts, msg_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(ts), str(msg_id)
-    except (ValueError, TypeError) as exc:
-        raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
-
-
 class GetInput(AgentScoped):
     thread_id: ThreadId
     include_messages: bool = False
@@ -296,7 +284,10 @@ class ListOutput(OpOutput):
 @op("conversation.list", role="viewer", kind="read", mcp="none")
 def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
     """A thread's turns, oldest first, by keyset cursor: no turn skipped or repeated."""
-    after = decode_cursor(inp.cursor) if inp.cursor else None
+    after = None
+    if inp.cursor:
+        ts, (msg_id,) = decode_cursor(inp.cursor, 1)
+        after = (ts, msg_id)
     with ctx.deps.pool.connection() as conn:
         rows = store.page_turns(
             conn,

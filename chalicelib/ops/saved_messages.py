@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -11,7 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from chalicelib.auth import ReadScope
-from chalicelib.errors import BadRequestError, ValidationFailedError
+from chalicelib.cursors import decode_cursor, encode_cursor
+from chalicelib.errors import ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.ops.turn_writer import EMBED_CHARS
 from chalicelib.providers.embedder import EmbedderError
@@ -202,17 +201,11 @@ def _check_fields(fields: list[str] | None) -> list[str]:
     return wanted
 
 
-def _encode(ts: datetime, thread_id: str, msg_id: str) -> str:
-    raw = json.dumps([ts.isoformat(), thread_id, msg_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode(cursor: str) -> tuple[datetime, str, str]:
-    try:
-        ts, thread_id, msg_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(ts), str(thread_id), str(msg_id)
-    except (ValueError, TypeError) as exc:
-        raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
+def _before(cursor: str | None) -> tuple[datetime, str, str] | None:
+    if not cursor:
+        return None
+    ts, (thread_id, msg_id) = decode_cursor(cursor, 2)
+    return ts, thread_id, msg_id
 
 
 class ListSavedInput(AgentScoped):
@@ -240,7 +233,7 @@ def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
             namespace=inp.namespace,
             user=inp.user_id,
             thread_id=inp.conversation_id,
-            before=_decode(inp.cursor) if inp.cursor else None,
+            before=_before(inp.cursor),
             limit=inp.limit + 1,
         )
     page = rows[: inp.limit]
@@ -253,7 +246,7 @@ def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
     more = len(rows) > inp.limit and last is not None
     return ListSavedOutput(
         rows=out,
-        next_cursor=_encode(last["ts"], last["conversation_id"], last["message_id"])
+        next_cursor=encode_cursor(last["ts"], last["conversation_id"], last["message_id"])
         if more and last
         else None,
     )

@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 
 # A scope up to this many embedded turns is ranked exactly: cheap, and never comes back short.
 EXACT_SCAN_MAX_ROWS = 5000
-_DEFAULT_EF_SEARCH = 40  # pgvector's default candidate list; raised for a larger top_k
+_DEFAULT_EF_SEARCH = 100  # set on every pooled connection; raised for a larger top_k
 _ensured_indexes: set[int] = set()
 
 

@@ -15,6 +15,9 @@ def _configure(conn: psycopg.Connection) -> None:
     register_vector(conn)
     # A filtered HNSW scan keeps scanning until LIMIT rows pass the filter (pgvector 0.8).
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    conn.execute(
+        "SET hnsw.ef_search = 100"
+    )  # recall over speed; raised per query for a top_k over it
     conn.autocommit = False
 
 

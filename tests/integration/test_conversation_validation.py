@@ -1,0 +1,174 @@
+"""Bad input to the conversation ops is refused with a 4xx, never a 500, and changes nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.integration.test_conversation_support import NS, Tenant, snapshot
+
+VALID = {
+    "conversation.set_logging": {"enabled": True},
+    "conversation.append": {"agent": "a1", "thread_id": "th-1", "role": "user", "content": "hi"},
+    "conversation.create": {"agent": "a1", "thread_id": "th-1", "title": "T"},
+    "conversation.update": {"agent": "a1", "thread_id": "th-1", "title": "T2"},
+    "conversation.get": {"agent": "", "thread_id": "th-1", "include_messages": True},
+    "conversation.list": {"agent": "", "thread_id": "th-1"},
+    "conversation.threads": {},
+    "conversation.search": {"agent": "*", "query": "hello"},
+    "conversation.delete": {"agent": "", "thread_id": "th-1", "confirm_thread_id": "th-1"},
+}
+DROP = object()  # marks a field removed from the valid body
+BIG_METADATA = {"blob": "x" * (64 * 1024 + 1)}
+
+BAD = [
+    # conversation.append
+    ("conversation.append", {"content": 123}),
+    ("conversation.append", {"content": None}),
+    ("conversation.append", {"content": ["hi"]}),
+    ("conversation.append", {"thread_id": ["th-1"]}),
+    ("conversation.append", {"thread_id": ""}),
+    ("conversation.append", {"thread_id": "t" * 257}),
+    ("conversation.append", {"msg_id": "m" * 257}),
+    ("conversation.append", {"role": "robot"}),
+    ("conversation.append", {"role": "USER"}),
+    ("conversation.append", {"tokens": -1}),
+    ("conversation.append", {"tokens": "many"}),
+    ("conversation.append", {"tokens": 1.5}),
+    ("conversation.append", {"tokens": 2**31}),
+    ("conversation.append", {"metadata": [1, 2]}),
+    ("conversation.append", {"metadata": "{}"}),
+    ("conversation.append", {"metadata": BIG_METADATA}),
+    ("conversation.append", {"user_id": 7}),
+    ("conversation.append", {"agent": DROP}),
+    ("conversation.append", {"thread_id": DROP}),
+    ("conversation.append", {"role": DROP}),
+    ("conversation.append", {"content": DROP}),
+    ("conversation.append", {"namespace": "has space"}),
+    # conversation.set_logging
+    ("conversation.set_logging", {"enabled": DROP}),
+    ("conversation.set_logging", {"enabled": "maybe"}),
+    ("conversation.set_logging", {"enabled": None}),
+    ("conversation.set_logging", {"enabled": [True]}),
+    # conversation.create / update
+    ("conversation.create", {"metadata": BIG_METADATA}),
+    ("conversation.create", {"metadata": "not a dict"}),
+    ("conversation.create", {"title": "t" * 1001}),
+    ("conversation.create", {"thread_id": DROP}),
+    ("conversation.update", {"metadata": BIG_METADATA}),
+    ("conversation.update", {"metadata": [1]}),
+    ("conversation.update", {"title": 5}),
+    ("conversation.update", {"thread_id": DROP}),
+    # reads
+    ("conversation.get", {"include_messages": "sometimes"}),
+    ("conversation.get", {"order": "sideways"}),
+    ("conversation.get", {"offset": -1}),
+    ("conversation.get", {"limit": "ten"}),
+    ("conversation.get", {"thread_id": DROP}),
+    ("conversation.list", {"limit": 0}),
+    ("conversation.list", {"cursor": 5}),
+    ("conversation.list", {"run_id": ["r-1"]}),
+    ("conversation.threads", {"fields": [1]}),
+    ("conversation.threads", {"window_days": "month"}),
+    ("conversation.search", {"query": ""}),
+    ("conversation.search", {"query": DROP}),
+    ("conversation.search", {"top_k": 0}),
+    ("conversation.search", {"top_k": 201}),
+    ("conversation.search", {"role": "robot"}),
+    ("conversation.search", {"namespace_scope": "everything"}),
+    ("conversation.search", {"thread_id": 12}),
+    # conversation.delete
+    ("conversation.delete", {"confirm_thread_id": DROP}),
+    ("conversation.delete", {"confirm_thread_id": 5}),
+    ("conversation.delete", {"thread_id": DROP}),
+]
+
+
+@pytest.fixture
+def t(api, deps, org):
+    tenant = Tenant.open(api, deps, org)
+    tenant.ok("conversation.create", agent="a1", thread_id="th-1", title="Original")
+    tenant.append("th-1", "hello there", agent="a1")
+    return tenant
+
+
+def _body(op: str, change: dict) -> dict:
+    body = {"namespace": NS, **VALID[op]}
+    for key, value in change.items():
+        if value is DROP:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    return body
+
+
+def _label(case) -> str:
+    op, change = case
+    parts = [f"{k}=<missing>" if v is DROP else f"{k}={str(v)[:12]}" for k, v in change.items()]
+    return f"{op.split('.')[1]}:{','.join(parts)}"
+
+
+@pytest.mark.parametrize(("op", "change"), BAD, ids=[_label(c) for c in BAD])
+def test_bad_input_is_a_422_and_changes_nothing(t, pool, org, op, change):
+    """GIVEN a namespace with a titled thread and a turn
+    WHEN a conversation op gets a field of the wrong type, out of bounds, not in its enum,
+    oversized (metadata over 64 KiB) or missing
+    THEN it answers 422 with a JSON error naming the problem, and nothing stored changes.
+    """
+    before = snapshot(pool, org)
+    status, body = t.api.raw(op, json.dumps(_body(op, change)), token=t.tokens["org_admin"])[:2]
+    assert status == 422, (op, change, status, body)
+    assert body["error"]["code"] == "validation_error"
+    assert body["error"]["message"]
+    assert snapshot(pool, org) == before
+
+
+def test_metadata_just_under_64_kib_is_accepted(t):
+    """GIVEN metadata whose JSON is just under 64 KiB
+    WHEN it is appended with a turn
+    THEN the append is stored (the bound is the size, not the presence, of metadata).
+    """
+    metadata = {"blob": "x" * (64 * 1024 - 100)}
+    out = t.append("th-1", "with a big attachment", metadata=metadata)
+    assert out["stored"] is True
+
+
+def test_nul_characters_are_refused_not_500(t, pool, org, embedder):
+    """GIVEN a namespace with a thread
+    WHEN ops get text holding a NUL character (content, metadata, thread id, title, agent, a
+    cursor naming one)
+    THEN each answers 400 or 422, never 500, and nothing stored changes.
+    """
+    cursor = base64.urlsafe_b64encode(json.dumps(["2024-01-01T00:00:00+00:00", "m\x00"]).encode())
+    cases = [
+        ("conversation.append", {"content": "a\x00b"}),
+        ("conversation.append", {"metadata": {"k": "a\x00b"}}),
+        ("conversation.append", {"thread_id": "th\x00"}),
+        ("conversation.create", {"title": "a\x00b"}),
+        ("conversation.get", {"thread_id": "th\x00"}),
+        ("conversation.list", {"cursor": cursor.decode()}),
+        ("conversation.threads", {"agent": "a\x00"}),
+        ("conversation.search", {"agent": "a\x00"}),
+    ]
+    before = snapshot(pool, org)
+    statuses = {}
+    for op, change in cases:
+        status, _ = t.post(op, **_body(op, change))
+        statuses[_label((op, change))] = status
+    assert all(s in (400, 422) for s in statuses.values()), statuses
+    assert snapshot(pool, org) == before
+
+
+def test_deeply_nested_json_is_refused_not_500(t, pool, org):
+    """GIVEN a namespace that records
+    WHEN append gets metadata nested 2,000 arrays deep
+    THEN it answers 400 or 422, never 500, and nothing stored changes.
+    """
+    before = snapshot(pool, org)
+    nested = "[" * 2000 + "]" * 2000
+    raw = json.dumps(_body("conversation.append", {}))[:-1] + f', "metadata": {{"k": {nested}}}}}'
+    status, body = t.api.raw("conversation.append", raw, token=t.tokens["writer"])[:2]
+    assert status in (400, 422), (status, body)
+    assert snapshot(pool, org) == before

@@ -38,3 +38,10 @@ def conversation_retention(event: object) -> dict[str, int]:
     from chalicelib.workers.retention import purge_expired_conversations
 
     return purge_expired_conversations(get_deps())
+
+
+@app.schedule(Rate(15, unit=Rate.MINUTES), name="conversation_titler")
+def conversation_titler(event: object) -> dict[str, int]:
+    from chalicelib.workers.titler import title_threads
+
+    return title_threads(get_deps())

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     # Conversations.
     conversation_search_min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
     conversation_search_excerpt_chars: int = Field(default=240, ge=1, le=2048)
+    conversation_compact_prompt_chars: int = Field(default=32000, ge=1000)
+    conversation_compact_summary_chars: int = Field(default=8000, ge=500)
     conversation_titler_enabled: bool = True
     conversation_titler_interval_minutes: int = Field(default=15, ge=1)
     conversation_titler_window_hours: int = Field(default=168, ge=1)

@@ -253,6 +253,7 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     next_cursor = encode_cursor(rows[-1]["ts"], rows[-1]["msg_id"]) if more else None
     latest_writer = max(rows, key=lambda r: (r["ts"], r["msg_id"]))["agent"] if rows else ""
     thread = thread or {}
+    created = thread.get("origin") == "create"  # a titler's row: the thread is appends only
     return GetOutput(
         found=bool(thread) or msg_count > 0,
         thread_id=inp.thread_id,
@@ -260,9 +261,9 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
         metadata=thread.get("metadata", {}),
         run_id=thread.get("run_id", "-"),
         user_id=thread.get("user_id", "-"),
-        agent=thread.get("agent", latest_writer),
-        created_at=thread.get("created_at"),
-        updated_at=thread.get("updated_at"),
+        agent=thread["agent"] if created else latest_writer,
+        created_at=thread["created_at"] if created else None,
+        updated_at=thread["updated_at"] if created else None,
         msg_count=msg_count,
         messages=[TurnOut(**r) for r in rows],
         next_cursor=next_cursor,

@@ -122,7 +122,7 @@ def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> s
         # The vector is derived data: its commit need not wait for the WAL flush.
         conn.execute("SET LOCAL synchronous_commit = off")
         take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-        rows = _insert_vectors(conn, model, items)
+        rows = insert_vectors(conn, model, items)
     written = {r[0] for r in rows}
     if len(written) < len(items):  # a live row shared with another copy answers nothing
         written |= live_copies(conn, first, [t.msg_id for t in turns if t.msg_id not in written])
@@ -149,8 +149,9 @@ _INSERT_VECTOR = (
 )
 
 
-def _insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> list[tuple[str]]:
-    """One statement a turn, sent together: the vector binds as itself, not as text."""
+def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> list[tuple[str]]:
+    """One statement a turn, sent together (the caller holds the lease): the vector binds as
+    itself, not as text."""
     params = [
         {
             "org": i.turn.org,
@@ -209,7 +210,7 @@ def upsert_thread(
         " ON CONFLICT (org, namespace, thread_id) DO UPDATE SET"
         " agent = EXCLUDED.agent, title = EXCLUDED.title, metadata = EXCLUDED.metadata,"
         " run_id = EXCLUDED.run_id, user_id = EXCLUDED.user_id, updated_at = now(),"
-        " tombstoned_at = NULL,"
+        " tombstoned_at = NULL, origin = 'create', title_claimed_until = NULL,"
         " created_at = CASE WHEN conversation_threads.tombstoned_at IS NULL"
         "   THEN conversation_threads.created_at ELSE now() END"
         " RETURNING updated_at",
@@ -253,7 +254,7 @@ def update_thread(
 def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> dict[str, Any] | None:
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "SELECT title, metadata, run_id, user_id, agent, created_at, updated_at"
+            "SELECT title, metadata, run_id, user_id, agent, created_at, updated_at, origin"
             " FROM loom.conversation_threads"
             " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL",
             (org, namespace, thread_id),
@@ -438,6 +439,61 @@ def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str,
         (now, *scope),
     ).fetchall()
     return len({r[0] for r in rows})
+
+
+# ---- compaction ----------------------------------------------------------------------------
+
+
+def live_thread_turns(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str | None
+) -> list[dict[str, Any]]:
+    """Every live turn of the thread (one agent's, or each turn once), oldest first."""
+    query = sql.SQL(
+        "SELECT c.agent, c.msg_id, c.role, c.content, c.metadata, c.is_saved, c.ts"
+        " FROM loom.conversations c WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s"
+        " AND c.tombstoned_at IS NULL AND {} ORDER BY c.ts, c.msg_id"
+    ).format(_agent_clause(agent))
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, (org, namespace, thread_id)).fetchall()
+
+
+def insert_summary(conn: Connection, turn: NewTurn, ts: datetime) -> None:
+    """The compaction summary, placed at the first summarised turn's time."""
+    conn.execute(
+        "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
+        " metadata, ts) VALUES (%s, %s, %s, %s, %s, 'system', %s, %s, %s)"
+        " ON CONFLICT (org, namespace, thread_id, agent, msg_id) DO UPDATE SET"
+        " content = EXCLUDED.content, metadata = EXCLUDED.metadata, ts = EXCLUDED.ts,"
+        " tombstoned_at = NULL",
+        (
+            turn.org,
+            turn.namespace,
+            turn.thread_id,
+            turn.agent,
+            turn.msg_id,
+            turn.content,
+            Jsonb(turn.metadata),
+            ts,
+        ),
+    )
+
+
+def retire_turns(
+    conn: Connection, org: str, namespace: str, thread_id: str, keys: list[tuple[str, str]]
+) -> int:
+    """Tombstone these (agent, msg_id) turns if still live and unsaved, then settle the
+    thread's embeddings as a delete does; returns the turns retired."""
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    retired = conn.execute(
+        "UPDATE loom.conversations c SET tombstoned_at = %s"
+        " FROM unnest(%s::text[], %s::text[]) AS k(agent, msg_id)"
+        " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.agent = k.agent"
+        " AND c.msg_id = k.msg_id AND c.tombstoned_at IS NULL AND NOT c.is_saved",
+        (row[0], [a for a, _ in keys], [m for _, m in keys], org, namespace, thread_id),
+    ).rowcount
+    _settle_thread_embeddings(conn, row[0], (org, namespace, thread_id))
+    return retired
 
 
 def purge_expired_turns(conn: Connection, older_than_days: int, batch: int) -> int:

@@ -20,8 +20,14 @@ class ScheduledWorker:
 def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
     from chalicelib.workers.retention import purge_expired_conversations
+    from chalicelib.workers.titler import title_threads
 
     return [
+        ScheduledWorker(
+            "conversation_titler",
+            lambda deps: deps.live().conversation_titler_interval_minutes * 60.0,
+            title_threads,
+        ),
         ScheduledWorker(
             "conversation_retention",
             lambda deps: deps.live().retention_interval_minutes * 60.0,

@@ -1,0 +1,188 @@
+"""conversation.compact: the oldest turns become one embedded summary; the originals retire."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from chalicelib.errors import UnavailableError, UpstreamError
+from chalicelib.ops.common import AgentScoped, OpOutput
+from chalicelib.ops.conversation import ThreadId
+from chalicelib.ops.turn_writer import EMBED_CHARS
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.llm import LLMError
+from chalicelib.registry import OpContext, op
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store import conversations as store
+from chalicelib.store.conversation_search import ensure_vector_index
+
+SUMMARIZER_SYSTEM = (
+    "You compact a conversation so it can be resumed later. Write one summary of the turns"
+    " below, in the third person, keeping every decision, fact, name, number, identifier,"
+    " open question and commitment; drop greetings and filler. Earlier summaries, if given,"
+    " come first: fold them in. Answer with the summary text only."
+)
+ANY_AGENT = ("", "-", "*")
+
+
+class CompactInput(AgentScoped):
+    thread_id: ThreadId
+    keep_recent: int = Field(default=10, ge=0, le=100_000)
+    min_to_compact: int = Field(default=4, ge=1, le=100_000)
+
+
+class CompactOutput(OpOutput):
+    compacted: bool
+    messages_summarized: int
+    summary_msg_id: str
+    tokens_in: int
+    tokens_out: int
+    reason: str
+
+
+def is_summary(turn: dict[str, Any]) -> bool:
+    return isinstance(turn.get("metadata"), dict) and "compacted_from" in turn["metadata"]
+
+
+@dataclass
+class Window:
+    """What one compaction reads and replaces."""
+
+    folded: list[dict[str, Any]] = field(default_factory=list)  # earlier summaries read
+    replaced_unread: list[dict[str, Any]] = field(default_factory=list)  # a failed run's
+    turns: list[dict[str, Any]] = field(default_factory=list)  # summarised, in order
+    held_back: int = 0  # saved or high turns left live
+    new_turns: int = 0  # turns that are not earlier summaries
+
+
+def plan_window(
+    live: list[dict[str, Any]], keep_recent: int, prompt_chars: int, summary_chars: int
+) -> Window:
+    """Choose the summaries to fold and the turns to summarise, oldest first, within budget."""
+    candidates = live[: max(0, len(live) - keep_recent)]
+    in_window = {t["msg_id"] for t in candidates}
+    w = Window()
+    allowance, budget = summary_chars, prompt_chars
+    leading = True
+    for turn in candidates:
+        if turn["is_saved"] or reads_as_high(turn["content"]):
+            w.held_back += 1
+            continue
+        if is_summary(turn) and leading:
+            sources = set(turn["metadata"].get("compacted_from") or [])
+            if sources and sources <= in_window:
+                w.replaced_unread.append(turn)  # a failed run's summary: its turns are all here
+            elif len(turn["content"]) <= allowance:
+                allowance -= len(turn["content"])
+                w.folded.append(turn)
+            continue  # one that does not fit stays live
+        leading = False
+        if w.turns and len(turn["content"]) > budget:
+            break
+        budget -= len(turn["content"])
+        w.turns.append(turn)
+        if not is_summary(turn):
+            w.new_turns += 1
+    return w
+
+
+def _prompt(w: Window, prompt_chars: int) -> str:
+    """Earlier summaries, then the turns; a first turn longer than the budget is cut to it."""
+    parts = [f"[earlier summary]\n{t['content']}" for t in w.folded]
+    parts += [f"[{t['role']}] {t['content'][:prompt_chars]}" for t in w.turns]
+    return "\n\n".join(parts)
+
+
+@op(
+    "conversation.compact",
+    role="writer",
+    kind="idempotent",
+    audited=True,
+    mcp="none",
+)
+def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
+    """Summarise the oldest turns before the last `keep_recent` into one embedded system turn
+    that lists them in `metadata.compacted_from`, and retire the originals."""
+    deps = ctx.deps
+    live_settings = ctx.live()
+    if not deps.llm.answers:
+        raise UnavailableError(
+            "conversation.compact needs an LLM provider: set LOOM_LLM_PROVIDER=openai"
+        )
+    agent = None if inp.agent in ANY_AGENT else inp.agent
+    scope = (inp.org, inp.namespace, inp.thread_id)
+    with deps.pool.connection() as conn:
+        live = store.live_thread_turns(conn, *scope, agent)
+    w = plan_window(
+        live,
+        inp.keep_recent,
+        live_settings.conversation_compact_prompt_chars,
+        live_settings.conversation_compact_summary_chars,
+    )
+
+    def refuse(reason: str, tokens_in: int = 0, tokens_out: int = 0) -> CompactOutput:
+        return CompactOutput(
+            compacted=False,
+            messages_summarized=0,
+            summary_msg_id="",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            reason=reason,
+        )
+
+    if w.new_turns == 0:
+        if w.folded or w.replaced_unread or any(is_summary(t) for t in w.turns):
+            return refuse("already-compacted")
+        return refuse("nothing-to-compact" if w.held_back else "below-min-to-compact")
+    if w.new_turns < inp.min_to_compact:
+        return refuse("below-min-to-compact")
+    try:
+        result = deps.llm.complete(
+            SUMMARIZER_SYSTEM, _prompt(w, live_settings.conversation_compact_prompt_chars)
+        )
+    except LLMError as exc:
+        raise UpstreamError(f"the summarizer failed: {exc}") from exc
+    summary = result.text.strip()
+    if not summary:
+        return refuse("summarizer-empty", result.tokens_in, result.tokens_out)
+    if reads_as_high(summary):
+        return refuse("summary-high-sensitivity", result.tokens_in, result.tokens_out)
+    try:
+        vector = deps.embedder.embed_documents([summary[:EMBED_CHARS]])[0]
+    except EmbedderError:
+        return refuse("embed-failed", result.tokens_in, result.tokens_out)
+    sources = [t["msg_id"] for t in w.turns if not is_summary(t)]
+    summary_id = "summary-" + hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
+    first = w.turns[0]
+    turn = store.NewTurn(
+        org=inp.org,
+        namespace=inp.namespace,
+        thread_id=inp.thread_id,
+        agent=agent or first["agent"],
+        msg_id=summary_id,
+        role="system",
+        content=summary,
+        metadata={"compacted_from": sources},
+    )
+    retiring = w.turns + w.folded + w.replaced_unread
+    with deps.pool.connection() as conn:
+        store.take_thread_lease(conn, *scope)
+        store.insert_summary(conn, turn, first["ts"])
+        store.retire_turns(conn, *scope, [(t["agent"], t["msg_id"]) for t in retiring])
+        ensure_vector_index(conn, len(vector))
+        store.insert_vectors(
+            conn,
+            deps.embedder.name,
+            [store.TurnVector(turn, first["ts"], summary[:EMBED_CHARS], vector, None)],
+        )
+    return CompactOutput(
+        compacted=True,
+        messages_summarized=len(sources),
+        summary_msg_id=summary_id,
+        tokens_in=result.tokens_in,
+        tokens_out=result.tokens_out,
+        reason="",
+    )

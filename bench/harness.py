@@ -65,6 +65,15 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
     return out
 
 
+def without_vector_index(conn: Any, dim: int) -> None:
+    """Drop the HNSW index before a bulk load: building it afterwards is many times faster
+    than inserting into it row by row. `ensure_vector_index` builds it again."""
+    from chalicelib.store import conversation_search
+
+    conn.execute(f"DROP INDEX IF EXISTS loom.conversation_embeddings_hnsw_{int(dim)}")
+    conversation_search._ensured_indexes.discard(dim)
+
+
 @dataclass
 class BenchDb:
     url: str

@@ -8,9 +8,9 @@ from chalicelib.providers.embedder import EmbedderError
 from chalicelib.registry import OpContext
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import (
-    EXACT_SCAN_MAX_ROWS,
     TurnFilter,
-    scope_size,
+    bounded_exact_search,
+    known_large,
     substring_search,
     vector_search,
 )
@@ -43,20 +43,20 @@ def search_turns(ctx: OpContext, filt: TurnFilter, query: str, top_k: int) -> li
     floor = live.conversation_search_min_similarity
     if floor is None:
         floor = embedder.default_floor
+    dim = len(query_vec)
+    common: dict[str, Any] = {
+        "model": embedder.name,
+        "dim": dim,
+        "query_vec": query_vec,
+        "k": top_k,
+        "excerpt_chars": excerpt_chars,
+    }
     with read_connection(ctx.deps.pool) as conn:
-        size = scope_size(
-            conn, filt, model=embedder.name, dim=len(query_vec), cap=EXACT_SCAN_MAX_ROWS + 1
-        )
-        rows = vector_search(
-            conn,
-            filt,
-            model=embedder.name,
-            dim=len(query_vec),
-            query_vec=query_vec,
-            k=top_k,
-            excerpt_chars=excerpt_chars,
-            exact=size <= EXACT_SCAN_MAX_ROWS,
-        )
+        rows = None
+        if not known_large(filt, embedder.name, dim):
+            rows = bounded_exact_search(conn, filt, **common)
+        if rows is None:  # a large scope: the HNSW index, scanning on until top_k pass
+            rows = vector_search(conn, filt, **common, exact=False)
     return [r for r in rows if r["similarity"] >= floor]
 
 

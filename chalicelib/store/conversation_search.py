@@ -77,33 +77,76 @@ def _embedded(dim: int) -> sql.Composable:
     ).format(dim=sql.Literal(dim))
 
 
-_sizes: dict[tuple[Any, ...], tuple[float, int]] = {}
-SCOPE_SIZE_TTL_SECONDS = 60.0
+_large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
+LARGE_SCOPE_TTL_SECONDS = 60.0
+
+_RETURNED = (
+    "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts,"
+    " left(text, %(excerpt)s) AS excerpt"
+)
 
 
-def scope_size(conn: Connection, f: TurnFilter, *, model: str, dim: int, cap: int) -> int:
-    """Embedded turns in scope, counted up to `cap`; remembered for a minute, since a scope
-    that crosses the exact-scan bound a little late is ranked correctly either way."""
-    key = (f, model, dim, cap)
-    now = time.monotonic()
-    cached = _sizes.get(key)
-    if cached and now - cached[0] < SCOPE_SIZE_TTL_SECONDS:
-        return cached[1]
-    if len(_sizes) > 10_000:
-        _sizes.clear()
-    size = _count_scope(conn, f, model=model, dim=dim, cap=cap)
-    _sizes[key] = (now, size)
-    return size
+def known_large(f: TurnFilter, model: str, dim: int) -> bool:
+    """True while this filter's scope is remembered to exceed the exact-scan bound."""
+    until = _large.get((f, model, dim))
+    return until is not None and until > time.monotonic()
 
 
-def _count_scope(conn: Connection, f: TurnFilter, *, model: str, dim: int, cap: int) -> int:
-    where, params = _filters(f, "e")
-    query = sql.SQL(
-        "SELECT count(*) FROM (SELECT 1 FROM loom.conversation_embeddings e"
-        " WHERE {where} AND {embedded} LIMIT %(cap)s) s"
-    ).format(where=where, embedded=_embedded(dim))
-    row = conn.execute(query, {**params, "model": model, "cap": cap}).fetchone()
-    return int(row[0]) if row else 0
+def bounded_exact_search(
+    conn: Connection,
+    f: TurnFilter,
+    *,
+    model: str,
+    dim: int,
+    query_vec: np.ndarray,
+    k: int,
+    excerpt_chars: int,
+) -> list[dict[str, Any]] | None:
+    """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
+    turns; None (and the scope remembered as large for a minute) when it holds more."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            _bounded_query(_shape(f), dim),
+            {
+                **_filters(f, "e")[1],
+                "model": model,
+                "q": query_vec,
+                "k": k,
+                "excerpt": excerpt_chars,
+                "cap": EXACT_SCAN_MAX_ROWS + 1,
+            },
+        ).fetchall()
+    if rows and rows[0]["scope_rows"] > EXACT_SCAN_MAX_ROWS:
+        if len(_large) > 10_000:
+            _large.clear()
+        _large[(f, model, dim)] = time.monotonic() + LARGE_SCOPE_TTL_SECONDS
+        return None
+    for r in rows:
+        del r["scope_rows"]
+    return rows
+
+
+@functools.cache
+def _bounded_query(shape: tuple[str, ...], dim: int) -> str:
+    distance = sql.SQL("(s.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
+        dim=sql.Literal(dim)
+    )
+    return (
+        sql.SQL(
+            "WITH scope AS MATERIALIZED (SELECT e.* FROM loom.conversation_embeddings e"
+            " WHERE {where} AND {embedded} LIMIT %(cap)s)"
+            " SELECT {returned}, 1 - {distance} AS similarity,"
+            " (SELECT count(*) FROM scope) AS scope_rows"
+            " FROM scope s ORDER BY {distance}, s.msg_id LIMIT %(k)s"
+        )
+        .format(
+            where=_where("e", shape),
+            embedded=_embedded(dim),
+            returned=sql.SQL(_RETURNED),
+            distance=distance,
+        )
+        .as_string()
+    )
 
 
 def vector_search(

@@ -32,9 +32,11 @@ class Deps:
         embedder: Embedder | None = None,
         llm: LLM | None = None,
         clock: Callable[[], datetime] = utcnow,
+        policy_lookup: Callable[[str, str], str | None] | None = None,
     ):
         self.settings = settings or Settings()
         self.clock = clock
+        self._policy_lookup = policy_lookup
         self._pool = pool
         self._embedder = embedder
         self._llm = llm
@@ -100,6 +102,15 @@ class Deps:
         with self._lock:
             self._live, self._live_read_at = live, now
         return live
+
+    def extraction_policy(self, org: str, namespace: str) -> str | None:
+        """The operator's extraction policy in force for a namespace, if any."""
+        if self._policy_lookup is not None:
+            return self._policy_lookup(org, namespace)
+        from chalicelib.store.extraction_policies import effective_policy
+
+        with self.pool.connection() as conn:
+            return effective_policy(conn, org, namespace)
 
     def close(self) -> None:
         with self._lock:

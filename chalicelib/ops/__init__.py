@@ -1,3 +1,3 @@
 """One module per plane; importing this package registers every op."""
 
-from chalicelib.ops import compaction, conversation, saved_messages, system  # noqa: F401
+from chalicelib.ops import compaction, conversation, saved_messages, session, system  # noqa: F401

@@ -1,0 +1,1 @@
+"""Session briefs: sections, merging and rendering, the deterministic builder, the LLM reviser."""

@@ -85,6 +85,23 @@ class Settings(BaseSettings):
     session_brief_window_chars: int = Field(default=24000, ge=1000)
     session_brief_max_windows: int = Field(default=4, ge=1)
 
+    # Extraction.
+    model_calls_policy_refresh_seconds: float = Field(default=30.0, ge=0)
+    model_calls_policy_max_stale_seconds: float = Field(default=300.0, ge=0)
+    extraction_policy_max_namespaces: int = Field(default=1000, ge=0)
+    memory_extract_observation_date_default: Literal["request_time"] = "request_time"
+    memory_extract_size_segment_enabled: bool = True
+    memory_extract_size_segment_chars: int = Field(default=12000, ge=1000)
+    memory_extract_coverage_sweep_enabled: bool = False
+    memory_extract_coverage_sweep_min_turns: int = Field(default=2, ge=1)
+    memory_extract_value_updates: bool = False
+    memory_extract_agent_learnings: bool = False
+    memory_extract_verify_models: list[str] = Field(default_factory=list)
+    memory_extract_verify_timeout_s: float = Field(default=20.0, ge=0)
+    memory_chunks_max_per_call: int = Field(default=20, ge=0)
+    memory_chunk_chars: int = Field(default=1500, ge=200)
+    extraction_defer_agents: list[str] = Field(default_factory=list)
+
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
 

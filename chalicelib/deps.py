@@ -13,6 +13,7 @@ from chalicelib.config import Settings, setting_name, with_overrides
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
+    from chalicelib.policies import PolicyCache
     from chalicelib.providers.embedder import Embedder
     from chalicelib.providers.llm import LLM
 
@@ -33,10 +34,13 @@ class Deps:
         llm: LLM | None = None,
         clock: Callable[[], datetime] = utcnow,
         policy_lookup: Callable[[str, str], str | None] | None = None,
+        policy_reader: Callable[[], dict[tuple[str, str], str]] | None = None,
     ):
         self.settings = settings or Settings()
         self.clock = clock
         self._policy_lookup = policy_lookup
+        self._policy_reader = policy_reader
+        self._policies: PolicyCache | None = None
         self._pool = pool
         self._embedder = embedder
         self._llm = llm
@@ -103,14 +107,31 @@ class Deps:
             self._live, self._live_read_at = live, now
         return live
 
-    def extraction_policy(self, org: str, namespace: str) -> str | None:
-        """The operator's extraction policy in force for a namespace, if any."""
-        if self._policy_lookup is not None:
-            return self._policy_lookup(org, namespace)
-        from chalicelib.store.extraction_policies import effective_policy
+    @property
+    def policies(self) -> PolicyCache:
+        with self._lock:
+            if self._policies is None:
+                from chalicelib.policies import PolicyCache
+
+                self._policies = PolicyCache(
+                    self._policy_reader or self._read_policies,
+                    refresh_seconds=lambda: self.settings.model_calls_policy_refresh_seconds,
+                    max_stale_seconds=lambda: self.settings.model_calls_policy_max_stale_seconds,
+                )
+            return self._policies
+
+    def _read_policies(self) -> dict[tuple[str, str], str]:
+        from chalicelib.store.extraction_policies import all_policies
 
         with self.pool.connection() as conn:
-            return effective_policy(conn, org, namespace)
+            return all_policies(conn)
+
+    def extraction_policy(self, org: str, namespace: str) -> str | None:
+        """The operator's extraction policy in force for a namespace, if any; 503 when the
+        policies could not be read for too long."""
+        if self._policy_lookup is not None:
+            return self._policy_lookup(org, namespace)
+        return self.policies.effective(org, namespace)
 
     def close(self) -> None:
         with self._lock:

@@ -1,3 +1,10 @@
 """One module per plane; importing this package registers every op."""
 
-from chalicelib.ops import compaction, conversation, saved_messages, session, system  # noqa: F401
+from chalicelib.ops import (  # noqa: F401
+    compaction,
+    conversation,
+    memory,
+    saved_messages,
+    session,
+    system,
+)

@@ -1,0 +1,357 @@
+"""The memory plane: durable facts written, read, searched and forgotten by key."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from chalicelib.auth import Caller, ReadScope
+from chalicelib.errors import BadRequestError
+from chalicelib.ops.common import AgentScoped, Ident, OpInput, OpOutput
+from chalicelib.ops.memory_writer import Entry, write_entries
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.ranking import rrf
+from chalicelib.registry import OpContext, op
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store import evidence as evidence_store
+from chalicelib.store import memories as store
+from chalicelib.store.audit import write_audit
+from chalicelib.store.pool import read_connection
+
+USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")
+Key = Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^\s\x00]+$")]
+Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+LEG_DEPTH = 100
+
+
+def write_user(caller: Caller, user_id: str) -> str:
+    return caller.read_user_id or user_id or "-"
+
+
+def read_users(caller: Caller, user_id: str | None) -> list[str] | None:
+    """The users a read covers: one user and the namespace's shared rows, or everyone."""
+    user = caller.read_user_id or (user_id if user_id not in (None, "", "-") else None)
+    if user is None and caller.read_scope != "namespace":
+        raise BadRequestError("a token bounded to one user needs user_id")
+    return None if user is None else [user, "-"]
+
+
+class EntryIn(OpInput):
+    key: Key
+    value: Value
+    tags: Annotated[list[Tag], Field(max_length=50)] = Field(default_factory=list)
+    valid_at: datetime | None = None
+    observation_date: date | None = None
+    pin: bool | None = None
+    lock: bool | None = None
+
+    def entry(self) -> Entry:
+        return Entry(
+            key=self.key,
+            value=self.value,
+            tags=self.tags,
+            valid_at=self.valid_at,
+            observation_date=self.observation_date,
+            pinned=self.pin,
+            locked=self.lock,
+        )
+
+
+class WrittenOut(OpOutput):
+    key: str
+    version: int
+    conflict_verdict: str
+    peers: list[str]
+
+
+class MemoryScoped(AgentScoped):
+    user_id: Ident = "-"
+    session_id: Ident = "-"
+    run_id: Ident = "-"
+
+
+class SetInput(MemoryScoped, EntryIn):
+    pass
+
+
+class BulkSetInput(MemoryScoped):
+    entries: Annotated[list[EntryIn], Field(min_length=1, max_length=500)]
+
+
+class WriteOutput(OpOutput):
+    written: list[WrittenOut]
+
+
+def _write(ctx: OpContext, inp: MemoryScoped, entries: list[Entry]) -> WriteOutput:
+    written = write_entries(
+        ctx.deps,
+        org=inp.org,
+        namespace=inp.namespace,
+        user_id=write_user(ctx.caller, inp.user_id),
+        entries=entries,
+        source="set",
+        agent=inp.agent,
+        session_id=inp.session_id,
+        principal=ctx.caller.principal or "local",
+    )
+    return WriteOutput(written=[WrittenOut(**w.__dict__) for w in written])
+
+
+@op("memory.set", role="writer", kind="idempotent", mcp="core", scopes=USER_SCOPES)
+def memory_set(inp: SetInput, ctx: OpContext) -> WriteOutput:
+    """Write one fact the caller already knows; a changed value is a new version."""
+    return _write(ctx, inp, [inp.entry()])
+
+
+@op("memory.bulk_set", role="writer", kind="idempotent", mcp="all", scopes=USER_SCOPES)
+def memory_bulk_set(inp: BulkSetInput, ctx: OpContext) -> WriteOutput:
+    """Write up to 500 facts, each with its verdict."""
+    keys = [e.key for e in inp.entries]
+    if len(set(keys)) != len(keys):
+        raise BadRequestError("entries name one key twice; send each key once")
+    return _write(ctx, inp, [e.entry() for e in inp.entries])
+
+
+class GetInput(MemoryScoped):
+    key: Key
+
+
+class MemoryOut(OpOutput):
+    key: str
+    value: str
+    kind: str
+    tags: list[str]
+    version: int
+    user_id: str
+    pinned: bool
+    locked: bool
+    updated_at: datetime
+
+
+class GetOutput(OpOutput):
+    found: bool
+    memory: MemoryOut | None
+
+
+@op("memory.get", role="viewer", kind="read", mcp="all", scopes=USER_SCOPES)
+def memory_get(inp: GetInput, ctx: OpContext) -> GetOutput:
+    """One memory by key; text that reads as high is served here only, with an audit row."""
+    user = write_user(ctx.caller, inp.user_id)
+    with ctx.deps.pool.connection() as conn:
+        row = store.get_memory(conn, inp.org, inp.namespace, user, inp.key)
+        if row is not None and reads_as_high(row["value"]):
+            write_audit(
+                conn,
+                org=inp.org,
+                namespace=inp.namespace,
+                op="memory.sensitive_read",
+                principal=ctx.caller.principal or "local",
+                body_sha256=row["content_hash"],
+            )
+    if row is None:
+        return GetOutput(found=False, memory=None)
+    return GetOutput(found=True, memory=_memory_out(row))
+
+
+def _memory_out(row: dict[str, Any]) -> MemoryOut:
+    return MemoryOut(**{k: row[k] for k in MemoryOut.model_fields})
+
+
+class DeleteInput(MemoryScoped):
+    key: Key
+
+
+class DeleteOutput(OpOutput):
+    deleted: bool
+    key: str
+
+
+@op("memory.delete", role="writer", kind="idempotent", audited=True, mcp="all", scopes=USER_SCOPES)
+def memory_delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:
+    """Retire a memory (a locked one stays)."""
+    user = write_user(ctx.caller, inp.user_id)
+    with ctx.deps.pool.connection() as conn:
+        retired = store.retire(conn, inp.org, inp.namespace, user, [inp.key])
+    return DeleteOutput(deleted=bool(retired), key=inp.key)
+
+
+class SearchInput(AgentScoped):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+    user_id: Ident | None = None
+    top_k: int = Field(default=10, ge=1, le=100)
+    search_mode: Literal["hybrid", "semantic", "lexical"] = "hybrid"
+    include_chunks: bool = True
+
+
+class SearchHit(OpOutput):
+    key: str
+    value: str
+    score: float
+    tags: list[str]
+    user_id: str
+    version: int
+    kind: str
+
+
+class SearchOutput(OpOutput):
+    hits: list[SearchHit]
+
+
+@op("memory.search", role="viewer", kind="read", mcp="core", scopes=USER_SCOPES)
+def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
+    """Memories by meaning and by words, fused by reciprocal rank, in the caller's scope.
+    Text that reads as high is never returned."""
+    users = read_users(ctx.caller, inp.user_id)
+    kinds = ["fact", "record", "digest"] + (["chunk"] if inp.include_chunks else [])
+    scope: dict[str, Any] = {"org": inp.org, "namespace": inp.namespace, "users": users}
+    vec_rows: list[dict[str, Any]] = []
+    lex_rows: list[dict[str, Any]] = []
+    query_vec = None
+    if inp.search_mode != "lexical":
+        try:
+            query_vec = ctx.deps.embedder.embed_query(inp.query)
+        except EmbedderError:
+            query_vec = None
+    with read_connection(ctx.deps.pool) as conn:
+        if query_vec is not None:
+            vec_rows = store.vector_leg(
+                conn,
+                **scope,
+                model=ctx.deps.embedder.name,
+                query_vec=query_vec,
+                depth=LEG_DEPTH,
+                kinds=kinds,
+            )
+        if inp.search_mode != "semantic":
+            lex_rows = store.lexical_leg(
+                conn, **scope, query=inp.query, depth=LEG_DEPTH, kinds=kinds
+            )
+    floor = ctx.deps.embedder.default_floor
+    vec_rows = [r for r in vec_rows if r["score"] >= floor]
+    lex_rows = [r for r in lex_rows if not reads_as_high(r["value"])]
+    rows = {(r["user_id"], r["key"]): r for r in lex_rows + vec_rows}
+    legs = [([(r["user_id"], r["key"]) for r in vec_rows], 1.0)]
+    legs.append(([(r["user_id"], r["key"]) for r in lex_rows], 1.0))
+    hits = []
+    for ident, score in rrf(legs)[: inp.top_k]:
+        r = rows[ident]  # type: ignore[index]
+        hits.append(
+            SearchHit(
+                key=r["key"],
+                value=r["value"],
+                score=score,
+                tags=r["tags"],
+                user_id=r["user_id"],
+                version=r["version"],
+                kind=r["kind"],
+            )
+        )
+    return SearchOutput(hits=hits)
+
+
+# ---- evidence and recall -------------------------------------------------------------------
+
+
+class EvidenceInput(MemoryScoped):
+    key: Key
+
+
+class EvidenceTurn(OpOutput):
+    evidence_id: int
+    version: int
+    role: str
+    name: str
+    content: str
+    span: str
+    ts: datetime
+    session_id: str
+
+
+class EvidenceOutput(OpOutput):
+    key: str
+    turns: list[EvidenceTurn]
+
+
+@op("memory.evidence", role="viewer", kind="read", mcp="all", scopes=USER_SCOPES)
+def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
+    """The source turns one memory was extracted from, with the supporting span."""
+    user = write_user(ctx.caller, inp.user_id)
+    with read_connection(ctx.deps.pool) as conn:
+        rows = evidence_store.evidence_for(conn, inp.org, inp.namespace, user, inp.key)
+    return EvidenceOutput(
+        key=inp.key,
+        turns=[EvidenceTurn(**{k: r[k] for k in EvidenceTurn.model_fields}) for r in rows],
+    )
+
+
+class RecallInput(AgentScoped):
+    query: Annotated[str, StringConstraints(max_length=1000)] = ""
+    user_id: Ident | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    role: Literal["user", "assistant", "system", "tool"] | None = None
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+class RecallTurn(OpOutput):
+    evidence_id: int
+    user_id: str
+    agent: str
+    session_id: str
+    role: str
+    name: str
+    content: str
+    ts: datetime
+
+
+class RecallOutput(OpOutput):
+    turns: list[RecallTurn]
+
+
+@op("memory.recall", role="viewer", kind="read", mcp="all", scopes=USER_SCOPES)
+def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
+    """Raw turns extractions read, by text, time window and role, newest first."""
+    with read_connection(ctx.deps.pool) as conn:
+        rows = evidence_store.recall(
+            conn,
+            org=inp.org,
+            namespace=inp.namespace,
+            users=read_users(ctx.caller, inp.user_id),
+            query=inp.query,
+            since=inp.since,
+            until=inp.until,
+            role=inp.role,
+            limit=inp.limit,
+        )
+    return RecallOutput(turns=[RecallTurn(**r) for r in rows])
+
+
+# ---- blacklist -----------------------------------------------------------------------------
+
+
+class BlacklistInput(OpInput):
+    org: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    namespace: Annotated[str, StringConstraints(max_length=256)] = ""  # "" = the whole org
+    pattern: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    remove: bool = False
+
+
+class BlacklistOutput(OpOutput):
+    pattern: str
+    namespace: str
+    listed: bool
+
+
+@op("memory.blacklist", role="admin", kind="idempotent", audited=True, mcp="none")
+def memory_blacklist(inp: BlacklistInput, ctx: OpContext) -> BlacklistOutput:
+    """Add (or with remove=true, drop) a pattern no memory write may match (a regular
+    expression, case-blind; one that does not compile matches as plain text)."""
+    with ctx.deps.pool.connection() as conn:
+        if inp.remove:
+            store.remove_blacklist(conn, inp.org, inp.namespace, inp.pattern)
+        else:
+            store.add_blacklist(conn, inp.org, inp.namespace, inp.pattern)
+    return BlacklistOutput(pattern=inp.pattern, namespace=inp.namespace, listed=not inp.remove)

@@ -1,0 +1,169 @@
+"""Every memory write goes through here: blacklist, lock and pin checks, a verdict per row."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from chalicelib.deps import Deps
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store import memories as store
+from chalicelib.store.audit import write_audit
+
+Verdict = Literal["created", "updated", "unchanged", "conflict", "locked", "pinned", "blacklisted"]
+EMBED_CHARS = 2048
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("_", text.lower()).strip("_")[:80] or "_"
+
+
+def mint_key(subject: str, attribute: str) -> str:
+    """A fact's key names what it is about, never its value: a later statement of the same
+    attribute lands on the same key."""
+    return f"{slug(subject)}/{slug(attribute)}"
+
+
+def canonical_hash(value: str) -> str:
+    """The content hash two restatements share: case, spacing and a final period folded."""
+    folded = " ".join(value.lower().split()).rstrip(".")
+    return hashlib.sha256(folded.encode()).hexdigest()
+
+
+@dataclass
+class Entry:
+    key: str
+    value: str
+    tags: list[str] = field(default_factory=list)
+    kind: str = "fact"
+    valid_at: datetime | None = None
+    observation_date: date | None = None
+    pinned: bool | None = None
+    locked: bool | None = None
+
+
+@dataclass
+class Written:
+    key: str
+    version: int
+    conflict_verdict: Verdict
+    peers: list[str] = field(default_factory=list)
+
+
+def _blacklisted(value: str, patterns: list[str]) -> bool:
+    for pattern in patterns:
+        try:
+            if re.search(pattern, value, re.IGNORECASE):
+                return True
+        except re.error:
+            if pattern.lower() in value.lower():
+                return True
+    return False
+
+
+def write_entries(
+    deps: Deps,
+    *,
+    org: str,
+    namespace: str,
+    user_id: str,
+    entries: list[Entry],
+    source: str,
+    agent: str = "-",
+    session_id: str = "-",
+    principal: str = "local",
+    value_updates: bool = True,
+) -> list[Written]:
+    """Write entries with a verdict each. An explicit write revises a changed value; an
+    extracted one does so only with `value_updates`, else it is a conflict."""
+    with deps.pool.connection() as conn:
+        patterns = store.blacklist_patterns(conn, org, namespace)
+    refused = {id(e) for e in entries if _blacklisted(e.value, patterns)}
+    vectors = _embed(
+        deps, [e for e in entries if id(e) not in refused and not reads_as_high(e.value)]
+    )
+    out: list[Written] = []
+    with deps.pool.connection() as conn:
+        existing = store.lock_rows(conn, org, namespace, user_id, [e.key for e in entries])
+        subjects = sorted({e.key.split("/", 1)[0] + "/" for e in entries})
+        neighbours = store.keys_by_subject(conn, org, namespace, user_id, subjects)
+        for e in entries:
+            if id(e) in refused:
+                out.append(Written(e.key, 0, "blacklisted"))
+                continue
+            row = existing.get(e.key)
+            verdict, version = _verdict(row, e, source, value_updates)
+            if verdict in ("created", "updated"):
+                w = store.MemoryWrite(
+                    key=e.key,
+                    value=e.value,
+                    content_hash=canonical_hash(e.value),
+                    kind=e.kind,
+                    tags=sorted(set(e.tags)),
+                    source=source,
+                    agent=agent,
+                    session_id=session_id,
+                    valid_at=e.valid_at,
+                    observation_date=e.observation_date,
+                    pinned=e.pinned,
+                    locked=e.locked,
+                    vector=vectors.get(id(e)),
+                    embed_model=deps.embedder.name,
+                )
+                store.write_memory(conn, org, namespace, user_id, w, version, verdict)
+                write_audit(
+                    conn,
+                    org=org,
+                    namespace=namespace,
+                    op="memory.write",
+                    principal=principal,
+                    body_sha256=w.content_hash,
+                )
+                existing[e.key] = {**(row or {}), "version": version, "retired_at": None}
+            elif verdict == "unchanged" and (e.pinned is not None or e.locked is not None):
+                store.set_flags(conn, org, namespace, user_id, e.key, e.pinned, e.locked)
+            out.append(Written(e.key, version, verdict, _peers(e.key, neighbours)))
+            neighbours.append(e.key)
+    return out
+
+
+def _verdict(
+    row: dict[str, Any] | None, e: Entry, source: str, value_updates: bool
+) -> tuple[Verdict, int]:
+    if row is None:
+        return "created", 1
+    if row["retired_at"] is not None:
+        return "created", row["version"] + 1
+    if row["locked"]:
+        return "locked", row["version"]
+    if row["content_hash"] == canonical_hash(e.value):
+        return "unchanged", row["version"]
+    if source != "set" and row["pinned"]:
+        return "pinned", row["version"]
+    if source != "set" and not value_updates:
+        return "conflict", row["version"]
+    return "updated", row["version"] + 1
+
+
+def _peers(key: str, neighbours: list[str]) -> list[str]:
+    """Other live keys about the same subject: what a reader weighs this row against."""
+    subject = key.split("/", 1)[0]
+    return sorted({k for k in neighbours if k != key and k.split("/", 1)[0] == subject})[:10]
+
+
+def _embed(deps: Deps, entries: list[Entry]) -> dict[int, np.ndarray]:
+    """Vectors by entry identity; fail-open (an entry without one is found lexically)."""
+    if not entries:
+        return {}
+    try:
+        vectors = deps.embedder.embed_documents([e.value[:EMBED_CHARS] for e in entries])
+    except EmbedderError:
+        return {}
+    return {id(e): v for e, v in zip(entries, vectors, strict=True)}

@@ -1,0 +1,126 @@
+"""The turns extractions read (loom.memory_evidence), and which memories came from which."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg import Connection
+from psycopg.rows import dict_row
+
+
+def store_turns(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    user_id: str,
+    agent: str,
+    session_id: str,
+    request_id: str,
+    turns: list[tuple[int, str, str, str, datetime]],
+) -> list[int]:
+    """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order."""
+    rows = conn.execute(
+        "INSERT INTO loom.memory_evidence (org, namespace, user_id, agent, session_id,"
+        " request_id, idx, role, name, content, ts)"
+        " SELECT %s, %s, %s, %s, %s, %s, t.idx, t.role, t.name, t.content, t.ts"
+        " FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
+        " WITH ORDINALITY AS t(idx, role, name, content, ts, ord) ORDER BY t.ord"
+        " RETURNING id",
+        (
+            org,
+            namespace,
+            user_id,
+            agent,
+            session_id,
+            request_id,
+            [t[0] for t in turns],
+            [t[1] for t in turns],
+            [t[2] for t in turns],
+            [t[3] for t in turns],
+            [t[4] for t in turns],
+        ),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def link(
+    conn: Connection,
+    org: str,
+    namespace: str,
+    user_id: str,
+    links: list[tuple[str, int, int, str]],
+) -> None:
+    """(key, version, evidence_id, span) links from memories to their source turns."""
+    if not links:
+        return
+    conn.execute(
+        "INSERT INTO loom.memory_evidence_links (org, namespace, user_id, key, version,"
+        " evidence_id, span) SELECT %s, %s, %s, l.key, l.version, l.eid, l.span"
+        " FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])"
+        " AS l(key, version, eid, span)"
+        " ON CONFLICT DO NOTHING",
+        (
+            org,
+            namespace,
+            user_id,
+            [x[0] for x in links],
+            [x[1] for x in links],
+            [x[2] for x in links],
+            [x[3] for x in links],
+        ),
+    )
+
+
+def evidence_for(
+    conn: Connection, org: str, namespace: str, user_id: str, key: str
+) -> list[dict[str, Any]]:
+    """The source turns of a memory's versions, newest version first, with the span."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT l.version, l.span, e.id AS evidence_id, e.role, e.name, e.content, e.ts,"
+            " e.session_id, e.request_id, e.idx FROM loom.memory_evidence_links l"
+            " JOIN loom.memory_evidence e ON e.id = l.evidence_id"
+            " WHERE l.org = %s AND l.namespace = %s AND l.user_id = %s AND l.key = %s"
+            " ORDER BY l.version DESC, e.idx",
+            (org, namespace, user_id, key),
+        ).fetchall()
+
+
+def recall(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    users: list[str] | None,
+    query: str,
+    since: datetime | None,
+    until: datetime | None,
+    role: str | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Raw turns by text (case-blind substring), time window and role, newest first."""
+    escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT id AS evidence_id, user_id, agent, session_id, role, name, content, ts"
+            " FROM loom.memory_evidence WHERE org = %(org)s AND namespace = %(ns)s"
+            " AND (%(users)s::text[] IS NULL OR user_id = ANY(%(users)s))"
+            " AND (%(q)s = '' OR content ILIKE %(pattern)s ESCAPE '\\')"
+            " AND (%(since)s::timestamptz IS NULL OR ts >= %(since)s)"
+            " AND (%(until)s::timestamptz IS NULL OR ts < %(until)s)"
+            " AND (%(role)s::text IS NULL OR role = %(role)s)"
+            " ORDER BY ts DESC, id DESC LIMIT %(limit)s",
+            {
+                "org": org,
+                "ns": namespace,
+                "users": users,
+                "q": query,
+                "pattern": f"%{escaped}%",
+                "since": since,
+                "until": until,
+                "role": role,
+                "limit": limit,
+            },
+        ).fetchall()

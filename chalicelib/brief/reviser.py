@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from chalicelib.brief.events import BriefEvent, event_line
 from chalicelib.brief.sections import BriefSections, merge
+from chalicelib.policies import policy_block
 from chalicelib.providers.llm import LLM, LLMError
 
 REVISER_SYSTEM = (
@@ -33,9 +34,15 @@ class Revision:
 
 
 def revise(
-    llm: LLM, model: str | None, stored: BriefSections, windows: list[list[BriefEvent]]
+    llm: LLM,
+    model: str | None,
+    stored: BriefSections,
+    windows: list[list[BriefEvent]],
+    policy: str | None = None,
 ) -> Revision:
-    """Revise window by window; a model error or an answer that does not parse skips it."""
+    """Revise window by window; a model error or an answer that does not parse skips it.
+    An operator's extraction policy ends the system prompt."""
+    system = REVISER_SYSTEM + (policy_block(policy) if policy else "")
     out = Revision(sections=stored)
     for window in windows:
         out.windows += 1
@@ -43,7 +50,7 @@ def revise(
             event_line(e) for e in window
         )
         try:
-            result = llm.complete(REVISER_SYSTEM, prompt, json_output=True, model=model)
+            result = llm.complete(system, prompt, json_output=True, model=model)
             answer = BriefSections.model_validate(result.data or {})
         except (LLMError, ValidationError, json.JSONDecodeError) as exc:
             out.failed += 1

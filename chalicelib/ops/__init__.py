@@ -3,6 +3,8 @@
 from chalicelib.ops import (  # noqa: F401
     compaction,
     conversation,
+    extraction,
+    extraction_policy,
     memory,
     saved_messages,
     session,

@@ -12,6 +12,7 @@ from chalicelib.errors import UnavailableError, UpstreamError
 from chalicelib.ops.common import AgentScoped, OpOutput
 from chalicelib.ops.conversation import ThreadId
 from chalicelib.ops.turn_writer import EMBED_CHARS
+from chalicelib.policies import policy_block
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.providers.llm import LLMError
 from chalicelib.registry import OpContext, op
@@ -139,9 +140,11 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         return refuse("nothing-to-compact" if w.held_back else "below-min-to-compact")
     if w.new_turns < inp.min_to_compact:
         return refuse("below-min-to-compact")
+    policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    system = SUMMARIZER_SYSTEM + (policy_block(policy) if policy else "")
     try:
         result = deps.llm.complete(
-            SUMMARIZER_SYSTEM, _prompt(w, live_settings.conversation_compact_prompt_chars)
+            system, _prompt(w, live_settings.conversation_compact_prompt_chars)
         )
     except LLMError as exc:
         raise UpstreamError(f"the summarizer failed: {exc}") from exc

@@ -9,8 +9,8 @@ from pydantic import Field, StringConstraints
 
 from chalicelib.auth import Caller, ReadScope
 from chalicelib.errors import BadRequestError
+from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, OpInput, OpOutput
-from chalicelib.ops.memory_writer import Entry, write_entries
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.ranking import rrf
 from chalicelib.registry import OpContext, op

@@ -233,7 +233,7 @@ def _revise_from_events(
         chunks = windows(
             inp.events, live.session_brief_window_chars, live.session_brief_max_windows
         )
-        result = revise(llm, model, stored, chunks)
+        result = revise(llm, model, stored, chunks, policy)
         stats.windows, stats.windows_failed = result.windows, result.failed
         stats.tokens_in, stats.tokens_out = result.tokens_in, result.tokens_out
         stats.model = model or llm.name

@@ -7,7 +7,9 @@ assistant turns all read as high, or whose title reads as high, is marked `title
 from __future__ import annotations
 
 from chalicelib.deps import Deps
+from chalicelib.errors import UnavailableError
 from chalicelib.observability import logger
+from chalicelib.policies import policy_block
 from chalicelib.providers.llm import LLMError
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import titles as store
@@ -50,6 +52,10 @@ def title_threads(deps: Deps) -> dict[str, int]:
 
 def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str]:
     """('titled', title), ('refused', ''), ('waiting', '') or ('failed', '')."""
+    try:
+        policy = deps.extraction_policy(key[0], key[1])
+    except UnavailableError:
+        return "waiting", ""  # never call the model without the operator's policy
     with deps.pool.connection() as conn:
         turns = store.first_turns(conn, *key, FIRST_TURNS)
     plain = [t for t in turns if not reads_as_high(t["content"])]
@@ -57,7 +63,8 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str]:
         return ("refused" if len(turns) >= FIRST_TURNS else "waiting"), ""
     transcript = "\n".join(f"{t['role']}: {t['content'][:1000]}" for t in plain)
     try:
-        answer = deps.llm.complete(TITLER_SYSTEM, transcript).text
+        system = TITLER_SYSTEM + (policy_block(policy) if policy else "")
+        answer = deps.llm.complete(system, transcript).text
     except LLMError as exc:
         logger.warning("titler model call failed", extra={"thread": key[2], "error": str(exc)})
         return "failed", ""

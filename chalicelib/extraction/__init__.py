@@ -1,0 +1,1 @@
+"""memory.set_from_messages: turning a transcript into durable facts, step by step."""

@@ -1,0 +1,279 @@
+"""The default pipeline's steps, in the spec's order."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from chalicelib.errors import UpstreamError
+from chalicelib.extraction import prompts
+from chalicelib.extraction.durable import is_activity_narration, non_durable_reason
+from chalicelib.extraction.pipeline import ExtractionFailedError, Fact, Run, step
+from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.llm import LLMError
+from chalicelib.store import memories as memory_store
+from chalicelib.store.extraction_support import cache_response, cached_response
+from chalicelib.store.pool import read_connection
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def call_model(run: Run, system: str, user: str, model: str | None = None) -> dict[str, Any]:
+    """A JSON model call through the response cache, keyed on the whole prompt."""
+    llm = run.deps.llm
+    name = model or llm.name
+    digest = hashlib.sha256(f"{name}\x1f{system}\x1f{user}".encode()).hexdigest()
+    with read_connection(run.deps.pool) as conn:
+        cached = cached_response(conn, digest)
+    if cached is not None:
+        text, tokens_in, _ = cached
+        run.cached_tokens_in += tokens_in
+        return dict(json.loads(text))
+    result = llm.complete(system, user, json_output=True, model=model)
+    run.tokens_in += result.tokens_in
+    run.tokens_out += result.tokens_out
+    with run.deps.pool.connection() as conn:
+        cache_response(conn, digest, result.text, result.tokens_in, result.tokens_out)
+    return result.data or {}
+
+
+@step("loom.fetch_namespace_categories")
+def fetch_namespace_categories(run: Run) -> None:
+    with read_connection(run.deps.pool) as conn:
+        run.categories = memory_store.namespace_categories(conn, run.org, run.namespace)
+
+
+@step("loom.fetch_existing_memories")
+def fetch_existing_memories(run: Run) -> None:
+    said = " ".join(m["content"] for m in run.messages if m["role"] == "user")[:2000]
+    if not said:
+        return
+    try:
+        query_vec = run.deps.embedder.embed_query(said)
+    except EmbedderError as exc:
+        raise UpstreamError(f"embedder unavailable: {exc}") from exc
+    with read_connection(run.deps.pool) as conn:
+        rows = memory_store.vector_leg(
+            conn,
+            org=run.org,
+            namespace=run.namespace,
+            users=[run.user_id, "-"],
+            model=run.deps.embedder.name,
+            query_vec=query_vec,
+            depth=20,
+            kinds=["fact", "record"],
+        )
+    run.existing = [(r["key"], r["value"]) for r in rows]
+
+
+def _segments(run: Run) -> list[list[tuple[int, dict[str, Any]]]]:
+    """Turns cut into windows of LOOM_MEMORY_EXTRACT_SIZE_SEGMENT_CHARS (turn-aligned)."""
+    indexed = list(enumerate(run.messages))
+    limit = run.live.memory_extract_size_segment_chars
+    total = sum(len(m["content"]) for m in run.messages)
+    if not run.live.memory_extract_size_segment_enabled or total <= limit:
+        return [indexed]
+    out: list[list[tuple[int, dict[str, Any]]]] = [[]]
+    size = 0
+    for i, m in indexed:
+        if out[-1] and size + len(m["content"]) > limit:
+            out.append([])
+            size = 0
+        out[-1].append((i, m))
+        size += len(m["content"])
+    run.segmenter = "size"
+    return out
+
+
+def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
+    facts, malformed = [], 0
+    for raw in answer.get("facts") or []:
+        try:
+            subject, attribute = str(raw["subject"]).strip(), str(raw["attribute"]).strip()
+            value = str(raw["value"]).strip()
+            if not (subject and attribute and value):
+                raise ValueError("empty")
+            indices = [int(i) for i in raw.get("source_message_indices") or []]
+            tags = [str(t)[:100] for t in raw.get("tags") or []][:20]
+        except (KeyError, TypeError, ValueError):
+            malformed += 1
+            continue
+        facts.append(
+            Fact(
+                key=mint_key(subject, attribute),
+                value=value[:10_000],
+                tags=sorted(set(tags) | set(run.extra_tags)),
+                indices=[i for i in indices if 0 <= i < len(run.messages)],
+                span=str(raw.get("span") or "")[:1000],
+                about=str(raw.get("about") or "user"),
+                valid_at=run.valid_at,
+            )
+        )
+    if malformed:
+        run.drops.append(("loom.llm_extract", "parse", malformed, "fact without subject/value"))
+    return facts
+
+
+def _extract(run: Run, segment: list[tuple[int, dict[str, Any]]], system: str) -> None:
+    user = prompts.transcript_prompt(
+        segment=segment,
+        context=run.last_messages,
+        categories=run.categories,
+        existing=run.existing,
+        observation_date=run.observation_date,
+    )
+    try:
+        answer = call_model(run, system, user)
+    except (LLMError, ValueError) as exc:
+        raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
+    run.facts.extend(_parse_facts(run, answer))
+    run.forget.extend(f for f in answer.get("forget") or [] if isinstance(f, dict))
+    if isinstance(answer.get("digest"), str) and answer["digest"].strip():
+        run.digest = (run.digest + "\n" + answer["digest"].strip()).strip()
+
+
+@step("loom.llm_extract")
+def llm_extract(run: Run) -> None:
+    """One call per segment; then a coverage sweep over user turns nothing cited, if on."""
+    if not run.deps.llm.answers:
+        return  # the stock fake extracts nothing
+    system = prompts.system_prompt(
+        prompts.EXTRACT_SYSTEM, run.instructions, run.policy, agent_learnings=run.agent_learnings
+    )
+    segments = _segments(run)
+    run.segments = len(segments)
+    for segment in segments:
+        _extract(run, segment, system)
+    if run.live.memory_extract_coverage_sweep_enabled:
+        cited = {i for f in run.facts for i in f.indices}
+        missed = [(i, m) for i, m in enumerate(run.messages) if m["role"] == "user"]
+        missed = [(i, m) for i, m in missed if i not in cited]
+        if len(missed) >= run.live.memory_extract_coverage_sweep_min_turns:
+            _extract(run, missed, system)
+    agent_rules = [f for f in run.facts if f.about == "agent"]
+    run.drop("learnings.file", "not_filed", agent_rules)  # never written as memories
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+_GENERIC_SUBJECTS = {"user", "users", "me", "i", "agent", "assistant", "the", "a"}
+
+
+def subject_words(key: str) -> set[str]:
+    """A served key's subject words: its segments before the attribute, less generic words
+    like "user"; a key whose subject is only generic ("user/drink") keeps its attribute."""
+    *subject, attribute = key.split("/") if "/" in key else ("", key)
+    words = _words(" ".join(subject)) - _GENERIC_SUBJECTS
+    return words or (_words(attribute) - _GENERIC_SUBJECTS)
+
+
+@step("loom.drop_recall_echoes")
+def drop_recall_echoes(run: Run) -> None:
+    """A fact whose key carries a served key's subject words restates what was served."""
+    served = [w for w in (subject_words(k) for k in run.recalled_keys) if w]
+    echoes = [f for f in run.facts if any(s <= _words(f.key) for s in served)]
+    run.drop("loom.drop_recall_echoes", "recall_echo", echoes)
+
+
+def _fold(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+@step("loom.drop_session_echoes")
+def drop_session_echoes(run: Run) -> None:
+    """A fact quoting what the session's own Loom calls carried is an echo."""
+    values = [_fold(v) for v in run.session_values if len(_fold(v)) >= 8]
+    echoes = [f for f in run.facts if any(v in _fold(f.value) for v in values)]
+    run.drop("loom.drop_session_echoes", "session_echo", echoes)
+
+
+@step("loom.drop_activity_narration")
+def drop_activity_narration(run: Run) -> None:
+    narration = [f for f in run.facts if is_activity_narration(f.value)]
+    run.drop("loom.drop_activity_narration", "activity_narration", narration)
+
+
+@step("loom.drop_non_durable")
+def drop_non_durable(run: Run) -> None:
+    """Coding captures only: status snapshots, housekeeping, plans, in-batch repeats."""
+    if not run.coding_capture:
+        return
+    seen: set[str] = set()
+    for f in list(run.facts):
+        reason = non_durable_reason(f.value)
+        h = canonical_hash(f.value)
+        if reason is None and h in seen:
+            reason = "in_batch_repeat"
+        seen.add(h)
+        if reason:
+            run.drop("loom.drop_non_durable", reason, [f])
+
+
+@step("loom.verify_durable")
+def verify_durable(run: Run) -> None:
+    """Coding captures only: drop what every verifier model calls non-durable; fails open."""
+    models = run.live.memory_extract_verify_models
+    if not run.coding_capture or not models or not run.facts or not run.deps.llm.answers:
+        return
+    verdicts: list[set[int]] = []
+    for model in models:
+        prompt = prompts.verify_prompt([f.value for f in run.facts])
+        answer = call_model(run, "You judge facts for a memory.", prompt, model=model)
+        verdicts.append({int(i) for i in answer.get("non_durable") or []})
+    every = set.intersection(*verdicts) if verdicts else set()
+    doomed = [run.facts[i] for i in sorted(every) if i < len(run.facts)]
+    run.drop("loom.verify_durable", "non_durable", doomed)
+
+
+@step("loom.hash_dedup")
+def hash_dedup(run: Run) -> None:
+    """Drop facts whose canonical content is already stored (or repeated in this batch)."""
+    if not run.facts:
+        return
+    hashes = [canonical_hash(f.value) for f in run.facts]
+    with read_connection(run.deps.pool) as conn:
+        stored = memory_store.stored_hashes(conn, run.org, run.namespace, run.user_id, hashes)
+    seen: set[str] = set()
+    repeats = []
+    for f, h in zip(list(run.facts), hashes, strict=True):
+        if h in stored or h in seen:
+            repeats.append(f)
+        seen.add(h)
+    run.drop("loom.hash_dedup", "duplicate", repeats)
+
+
+@step("loom.bulk_write")
+def bulk_write(run: Run) -> None:
+    """Write through the memory plane: blacklist, locks, pins and a verdict per row."""
+    if not run.facts:
+        return
+    by_key: dict[str, Fact] = {}
+    for f in run.facts:
+        by_key[f.key] = f  # one attribute stated twice: the later statement wins
+    run.facts = list(by_key.values())
+    run.written = write_entries(
+        run.deps,
+        org=run.org,
+        namespace=run.namespace,
+        user_id=run.user_id,
+        entries=[
+            Entry(
+                key=f.key,
+                value=f.value,
+                tags=f.tags,
+                valid_at=f.valid_at,
+                observation_date=run.observation_date,
+            )
+            for f in run.facts
+        ],
+        source="extraction",
+        agent=run.agent,
+        session_id=run.session_id,
+        principal=run.caller.principal or "local",
+        value_updates=run.live.memory_extract_value_updates,
+    )

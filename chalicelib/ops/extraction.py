@@ -1,0 +1,242 @@
+"""memory.set_from_messages: the server decides what in a transcript is durable."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import UTC, date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, field_validator
+
+import chalicelib.extraction.steps  # noqa: F401  (registers the default steps)
+from chalicelib.errors import BadRequestError
+from chalicelib.extraction.pipeline import MAX_STEPS, Run, check_steps, run_pipeline
+from chalicelib.extraction.records import extract_record
+from chalicelib.memory_writer import Entry, mint_key, write_entries
+from chalicelib.ops.common import OpInput, OpOutput
+from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
+from chalicelib.registry import OpContext, op
+from chalicelib.store import evidence as evidence_store
+from chalicelib.store import memories as memory_store
+from chalicelib.store.extraction_support import record_drops
+
+MAX_INSTRUCTIONS = 4096
+Short = Annotated[str, StringConstraints(max_length=2000)]
+Tag = Annotated[str, StringConstraints(max_length=100)]
+StepId = Annotated[str, StringConstraints(max_length=200)]
+
+
+class Message(OpInput):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: Annotated[str, StringConstraints(max_length=200_000)]
+    timestamp: datetime | None = None
+    name: Annotated[str, StringConstraints(max_length=200)] = ""
+
+
+class SetFromMessagesInput(MemoryScoped):
+    messages: Annotated[list[Message], Field(min_length=1, max_length=400)]
+    last_messages: Annotated[list[Message], Field(max_length=20)] = Field(default_factory=list)
+    observation_date: date | None = None
+    extra_tags: Annotated[
+        list[Annotated[str, StringConstraints(max_length=100)]], Field(max_length=50)
+    ] = Field(default_factory=list)
+    extraction_instructions: Annotated[str, StringConstraints(max_length=MAX_INSTRUCTIONS)] = ""
+    record_schema: dict[str, Any] | None = None
+    memory_key: Annotated[str, StringConstraints(max_length=300)] = ""
+    valid_at: datetime | None = None
+    recalled_keys: Annotated[list[Short], Field(max_length=200)] = Field(default_factory=list)
+    session_values: Annotated[list[Short], Field(max_length=100)] = Field(default_factory=list)
+    pipeline_steps: (
+        Annotated[
+            list[Annotated[str, StringConstraints(max_length=200)]], Field(max_length=MAX_STEPS)
+        ]
+        | None
+    ) = None
+    defer: bool | None = None
+    agent_learnings: bool | None = None
+
+    @field_validator("record_schema")
+    @classmethod
+    def _schema_is_an_object(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and not isinstance(value.get("properties"), dict):
+            raise ValueError("record_schema must be a JSON schema object with properties")
+        return value
+
+
+class SetFromMessagesOutput(OpOutput):
+    written: list[WrittenOut]
+    deferred: bool = False
+    queue_id: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cached_tokens_in: int = 0
+    segments: int = 0
+    segmenter: str = "whole"
+    forgotten: int = 0
+    forgotten_keys: list[str] = Field(default_factory=list)
+    evidence_ids: list[int] = Field(default_factory=list)
+    learning_candidates: int = 0
+    stage_ms: dict[str, float] = Field(default_factory=dict)
+    observation_date_source: Literal["caller", "request_time", ""] = ""
+    stubbed_fields: list[str] = Field(default_factory=list)
+    pipeline_errors: list[str] = Field(default_factory=list)
+    under_operator_policy: bool = False
+
+
+@op("memory.set_from_messages", role="writer", kind="write", mcp="core", scopes=USER_SCOPES)
+def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessagesOutput:
+    """Store the turns as evidence, extract durable facts, and write them with verdicts."""
+    if inp.record_schema is not None and not inp.memory_key:
+        raise BadRequestError("record_schema needs memory_key: the key the record is written at")
+    check_steps(inp.pipeline_steps)
+    live = ctx.live()
+    deps = ctx.deps
+    policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    now = deps.clock()
+    run = Run(
+        deps=deps,
+        caller=ctx.caller,
+        live=live,
+        org=inp.org,
+        namespace=inp.namespace,
+        agent=inp.agent,
+        user_id=write_user(ctx.caller, inp.user_id),
+        session_id=inp.session_id,
+        request_id=uuid.uuid4().hex,
+        messages=[m.model_dump() for m in inp.messages],
+        last_messages=[m.model_dump() for m in inp.last_messages],
+        observation_date=inp.observation_date or now.astimezone(UTC).date(),
+        extra_tags=inp.extra_tags,
+        instructions=inp.extraction_instructions,
+        policy=policy,
+        recalled_keys=inp.recalled_keys,
+        session_values=inp.session_values,
+        valid_at=inp.valid_at,
+        agent_learnings=live.memory_extract_agent_learnings and inp.agent_learnings is not False,
+    )
+    _store_evidence(run, now)
+    stubbed: list[str] = []
+    forgotten: list[str] = []
+    if inp.record_schema is not None:
+        stubbed = extract_record(run, inp.record_schema, inp.memory_key)
+    else:
+        run_pipeline(run, inp.pipeline_steps)
+        _link_evidence(run)
+        forgotten = _forget(run)
+        _write_digest_and_chunks(run, now)
+    with deps.pool.connection() as conn:
+        record_drops(conn, run.org, run.namespace, run.drops)
+    written = [WrittenOut(**w.__dict__) for w in run.written]
+    return SetFromMessagesOutput(
+        written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        cached_tokens_in=run.cached_tokens_in,
+        segments=run.segments,
+        segmenter=run.segmenter,
+        forgotten=len(forgotten),
+        forgotten_keys=forgotten,
+        evidence_ids=run.evidence_ids,
+        stage_ms=run.stage_ms,
+        observation_date_source="caller" if inp.observation_date else "request_time",
+        stubbed_fields=stubbed,
+        pipeline_errors=run.pipeline_errors,
+        under_operator_policy=policy is not None,
+    )
+
+
+def _store_evidence(run: Run, now: datetime) -> None:
+    """The turns first, so facts trace to sentences and the raw wording stays searchable."""
+    turns = [
+        (i, m["role"], m["name"], m["content"], m["timestamp"] or now)
+        for i, m in enumerate(run.messages)
+    ]
+    with run.deps.pool.connection() as conn:
+        run.evidence_ids = evidence_store.store_turns(
+            conn,
+            org=run.org,
+            namespace=run.namespace,
+            user_id=run.user_id,
+            agent=run.agent,
+            session_id=run.session_id,
+            request_id=run.request_id,
+            turns=turns,
+        )
+
+
+def _link_evidence(run: Run) -> None:
+    links = []
+    for fact, written in zip(run.facts, run.written, strict=False):
+        if written.conflict_verdict not in ("created", "updated"):
+            continue
+        for i in fact.indices or range(len(run.messages)):
+            links.append((written.key, written.version, run.evidence_ids[i], fact.span))
+    with run.deps.pool.connection() as conn:
+        evidence_store.link(conn, run.org, run.namespace, run.user_id, links)
+
+
+def _forget(run: Run) -> list[str]:
+    """Retire what the user asked to forget: by subject and attribute, else by content."""
+    if not run.forget:
+        return []
+    keys: set[str] = set()
+    with run.deps.pool.connection() as conn:
+        for f in run.forget[:50]:
+            subject, attribute = str(f.get("subject") or ""), str(f.get("attribute") or "")
+            if subject and attribute:
+                keys.add(mint_key(subject, attribute))
+            text = str(f.get("text") or "").strip()
+            if len(text) >= 3:
+                rows = memory_store.lexical_leg(
+                    conn,
+                    org=run.org,
+                    namespace=run.namespace,
+                    users=[run.user_id],
+                    query=text,
+                    depth=5,
+                    kinds=["fact", "record"],
+                )
+                keys.update(r["key"] for r in rows if text.lower() in r["value"].lower())
+        return sorted(memory_store.retire(conn, run.org, run.namespace, run.user_id, sorted(keys)))
+
+
+def _write_digest_and_chunks(run: Run, now: datetime) -> None:
+    """The session digest and verbatim chunks (those that read as high are never embedded)."""
+    entries = []
+    if run.digest:
+        key = f"digest:{run.session_id if run.session_id != '-' else run.request_id}"
+        entries.append(Entry(key=key, value=run.digest, kind="digest", tags=run.extra_tags))
+    chunks = _chunks(run.messages, run.live.memory_chunk_chars)
+    cap = run.live.memory_chunks_max_per_call
+    if len(chunks) > cap:
+        run.drops.append(("chunks", "chunk_cap", len(chunks) - cap, f"cap {cap}"))
+    for text in chunks[:cap]:
+        key = "chunk:" + hashlib.sha256(text.encode()).hexdigest()[:24]
+        entries.append(Entry(key=key, value=text, kind="chunk", tags=run.extra_tags))
+    if entries:
+        run.written += write_entries(
+            run.deps,
+            org=run.org,
+            namespace=run.namespace,
+            user_id=run.user_id,
+            entries=entries,
+            source="extraction",
+            agent=run.agent,
+            session_id=run.session_id,
+            principal=run.caller.principal or "local",
+        )
+
+
+def _chunks(messages: list[dict[str, Any]], size: int) -> list[str]:
+    """Turn-aligned verbatim chunks of about `size` characters."""
+    out, current = [], ""
+    for m in messages:
+        line = f"{m['role']}: {m['content']}"
+        if current and len(current) + len(line) > size:
+            out.append(current)
+            current = ""
+        current = f"{current}\n{line}".strip()
+    if current:
+        out.append(current)
+    return out

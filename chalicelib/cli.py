@@ -1,4 +1,5 @@
-"""The `loom` command: serve, migrate, token mint, settings set, ingest-transcript."""
+"""The `loom` command: serve, migrate, token mint, settings set, ingest-transcript, drops,
+reextract."""
 
 from __future__ import annotations
 
@@ -106,14 +107,14 @@ def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
-def _progress_bar(done: int, total: int) -> None:
-    """A one-line progress bar on stderr for long files."""
-    if total <= BATCH_FOR_PROGRESS:
+def _progress_bar(done: int, total: int, unit: str = "turns", always: bool = False) -> None:
+    """A one-line progress bar on stderr for long runs."""
+    if total <= BATCH_FOR_PROGRESS and not always:
         return
     width = 30
     filled = int(width * done / total)
     end = "\n" if done >= total else ""
-    sys.stderr.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {done}/{total} turns{end}")
+    sys.stderr.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {done}/{total} {unit}{end}")
     sys.stderr.flush()
 
 
@@ -160,6 +161,51 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
+def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
+    """What extraction dropped in a namespace over the last hours, summed by stage and reason."""
+    from chalicelib.store.extraction_support import sum_drops
+
+    org = args.org or deps.settings.org
+    with deps.pool.connection() as conn:
+        rows = sum_drops(conn, org, args.namespace, args.hours)
+    if not rows:
+        print(f"no drops in {org}/{args.namespace} in the last {args.hours} hours")
+        return 0
+    print(f"{'stage':34} {'reason':24} {'count':>7}")
+    for r in rows:
+        print(f"{r['stage']:34} {r['reason']:24} {r['count']:>7}")
+    return 0
+
+
+def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
+    """Extract a namespace's recorded transcripts again into a fresh namespace."""
+    from chalicelib.auth import local_caller
+    from chalicelib.registry import call
+    from chalicelib.store.evidence import requests_of
+
+    if args.namespace == args.into:
+        raise LoomError("--into must name another namespace; the source is only read")
+    with deps.pool.connection() as conn:
+        requests = requests_of(conn, args.org, args.namespace)
+    if not requests:
+        raise LoomError(f"{args.org}/{args.namespace} holds no extracted transcripts")
+    caller = local_caller(args.org)
+    written = 0
+    for n, r in enumerate(requests, start=1):
+        body = {
+            "org": args.org,
+            "namespace": args.into,
+            "agent": r["agent"],
+            "user_id": r["user_id"],
+            "session_id": r["session_id"],
+            "messages": r["messages"],
+        }
+        written += len(call("memory.set_from_messages", body, caller, deps).body["written"])
+        _progress_bar(n, len(requests), unit="requests", always=True)
+    print(f"re-extracted {len(requests)} requests into {args.org}/{args.into}: {written} rows")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loom", description="Loom: the memory service.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -200,6 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--run-id", default="-")
     ingest.add_argument("--dry-run", action="store_true", help="count the turns, append nothing")
     ingest.set_defaults(fn=cmd_ingest_transcript)
+
+    drops = sub.add_parser("drops", help="what extraction dropped, summed")
+    drops.add_argument("--namespace", required=True)
+    drops.add_argument("--org", default=None, help="default LOOM_ORG")
+    drops.add_argument("--hours", type=int, default=24)
+    drops.set_defaults(fn=cmd_drops)
+
+    reextract = sub.add_parser("reextract", help="extract a namespace again into a fresh one")
+    reextract.add_argument("--org", required=True)
+    reextract.add_argument("--namespace", required=True, help="the source (only read)")
+    reextract.add_argument("--into", required=True, help="the destination namespace")
+    reextract.set_defaults(fn=cmd_reextract)
     return parser
 
 

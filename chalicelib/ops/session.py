@@ -172,7 +172,7 @@ def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     if _is_retry(live, inp):
         return unchanged("already-saved", live["author"] if live else "")
     stored = BriefSections.model_validate(live["sections"]) if live else BriefSections()
-    policy = None if inp.sections is not None else deps.extraction_policy(inp.org, inp.namespace)
+    policy = deps.extraction_policy(inp.org, inp.namespace)
     if inp.sections is not None:
         new, author = merge(stored, inp.sections), "model"
     else:
@@ -284,7 +284,7 @@ def _next_row(
         "head_sha": inp.head_sha or prev.get("head_sha", ""),
         "agent": inp.agent,
         "sections": sections.model_dump(),
-        "rendered": render(key, revision, sections),
+        "rendered": render(key.rsplit("~", 1)[-1], revision, sections),  # no bounded prefix
         "author": author,
         "trigger": inp.trigger,
         "actor": _actor(caller),
@@ -458,7 +458,7 @@ def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
     ]
     lines = [
         f"{b.brief_key} · rev {b.revision} · {_age(b.age_seconds)} · {b.agent}"
-        + (f" · {b.goal[:120]}" if b.goal else "")
+        + (f" · {' '.join(b.goal.split())[:120]}" if b.goal else "")
         for b in briefs
     ]
     return ListOutput(briefs=briefs, rendered="\n".join(lines))

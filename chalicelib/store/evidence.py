@@ -124,3 +124,16 @@ def recall(
                 "limit": limit,
             },
         ).fetchall()
+
+
+def requests_of(conn: Connection, org: str, namespace: str) -> list[dict[str, Any]]:
+    """Every extraction request's turns in a namespace, oldest request first."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT request_id, user_id, agent, session_id,"
+            " json_agg(json_build_object('role', role, 'content', content, 'name', name,"
+            " 'timestamp', ts) ORDER BY idx) AS messages"
+            " FROM loom.memory_evidence WHERE org = %s AND namespace = %s"
+            " GROUP BY request_id, user_id, agent, session_id ORDER BY min(id)",
+            (org, namespace),
+        ).fetchall()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from chalicelib.deps import Deps
 from chalicelib.store.conversations import purge_expired_turns
+from chalicelib.store.extraction_support import purge_old_drops
 
 BATCH = 5000
 MAX_BATCHES_PER_PASS = 200
@@ -23,4 +24,6 @@ def purge_expired_conversations(deps: Deps) -> dict[str, int]:
             removed += n
             if n < BATCH:
                 break
-    return {"retention_days": days, "turns_removed": removed}
+    with deps.pool.connection() as conn:
+        drops = purge_old_drops(conn)  # loom.memory_drops is kept 30 days
+    return {"retention_days": days, "turns_removed": removed, "drops_removed": drops}

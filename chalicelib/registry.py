@@ -219,6 +219,7 @@ def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallRes
         if spec.audited:
             _audit(spec, inp, caller, deps)
         result = out.model_dump(mode="json")
+        ignored = sorted(set(ignored) | set(getattr(out, "_not_applied", None) or []))
         result["ignored_args"] = ignored
         return CallResult(result, ignored)
     except LoomError as exc:

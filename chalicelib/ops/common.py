@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, PrivateAttr, StringConstraints
 
 # Names of orgs and namespaces: printable, no spaces, bounded.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s\x00]+$")]
@@ -17,6 +17,8 @@ class OpInput(BaseModel):
 
 class OpOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # Input fields the handler did not apply, named in ignored_args beside unknown fields.
+    _not_applied: list[str] = PrivateAttr(default_factory=list)
 
 
 class OrgScoped(OpInput):

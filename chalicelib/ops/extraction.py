@@ -128,7 +128,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     with deps.pool.connection() as conn:
         record_drops(conn, run.org, run.namespace, run.drops)
     written = [WrittenOut(**w.__dict__) for w in run.written]
-    return SetFromMessagesOutput(
+    out = SetFromMessagesOutput(
         written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],
         tokens_in=run.tokens_in,
         tokens_out=run.tokens_out,
@@ -144,6 +144,11 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         pipeline_errors=run.pipeline_errors,
         under_operator_policy=policy is not None,
     )
+    if inp.agent_learnings and not live.memory_extract_agent_learnings:
+        out._not_applied.append("agent_learnings")  # only the setting turns it on
+    if inp.defer:
+        out._not_applied.append("defer")  # the deferred queue is not built yet: ran inline
+    return out
 
 
 def _store_evidence(run: Run, now: datetime) -> None:

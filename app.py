@@ -1,6 +1,9 @@
 """Loom's entrypoints: routes only; everything else lives in chalicelib/."""
 
+import os
+
 from chalice import Chalice, Rate, Response
+from chalice.app import SQSEvent
 
 from chalicelib import web
 from chalicelib.deps import get_deps
@@ -45,3 +48,19 @@ def conversation_titler(event: object) -> dict[str, int]:
     from chalicelib.workers.titler import title_threads
 
     return title_threads(get_deps())
+
+
+@app.on_sqs_message(
+    queue=os.environ.get("LOOM_EXTRACTION_QUEUE_NAME", "loom-extraction"), batch_size=10
+)
+def extraction_queue(event: SQSEvent) -> dict:
+    from chalicelib.workers.extraction_queue import handle_sqs_batch
+
+    return handle_sqs_batch(get_deps(), event.to_dict())
+
+
+@app.schedule(Rate(1, unit=Rate.HOURS), name="extraction_queue_expiry")
+def extraction_queue_expiry(event: object) -> int:
+    from chalicelib.workers.extraction_queue import expire_stale_jobs
+
+    return expire_stale_jobs(get_deps())

@@ -27,6 +27,7 @@ BOOT_ONLY = frozenset(
         "embed_api_key",
         "embed_dim",
         "pool_max_size",
+        "extraction_queue_url",
     }
 )
 
@@ -101,6 +102,14 @@ class Settings(BaseSettings):
     memory_chunks_max_per_call: int = Field(default=20, ge=0)
     memory_chunk_chars: int = Field(default=1500, ge=200)
     extraction_defer_agents: list[str] = Field(default_factory=list)
+    extraction_queue_url: str | None = None  # unset: the local worker polls the table
+    extraction_queue_enabled: bool = True
+    extraction_queue_max_attempts: int = Field(default=8, ge=1)
+    extraction_queue_lease_seconds: float = Field(default=300.0, gt=0)
+    extraction_queue_poll_seconds: float = Field(default=2.0, gt=0)
+    extraction_queue_batch: int = Field(default=10, ge=1, le=100)
+    # Multiplies every retry delay (15 s, 1, 5, 30 min); below 1 only in tests and benchmarks.
+    extraction_queue_delay_scale: float = Field(default=1.0, gt=0, le=1.0)
 
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from chalicelib.policies import PolicyCache
     from chalicelib.providers.embedder import Embedder
     from chalicelib.providers.llm import LLM
+    from chalicelib.providers.queue import JobQueue
 
 
 def utcnow() -> datetime:
@@ -35,12 +36,14 @@ class Deps:
         clock: Callable[[], datetime] = utcnow,
         policy_lookup: Callable[[str, str], str | None] | None = None,
         policy_reader: Callable[[], dict[tuple[str, str], str]] | None = None,
+        queue: JobQueue | None = None,
     ):
         self.settings = settings or Settings()
         self.clock = clock
         self._policy_lookup = policy_lookup
         self._policy_reader = policy_reader
         self._policies: PolicyCache | None = None
+        self._queue = queue
         self._pool = pool
         self._embedder = embedder
         self._llm = llm
@@ -106,6 +109,17 @@ class Deps:
         with self._lock:
             self._live, self._live_read_at = live, now
         return live
+
+    @property
+    def queue(self) -> JobQueue:
+        """Where deferred jobs are delivered: SQS when LOOM_EXTRACTION_QUEUE_URL is set."""
+        with self._lock:
+            if self._queue is None:
+                from chalicelib.providers.queue import SqsQueue, TableQueue
+
+                url = self.settings.extraction_queue_url
+                self._queue = SqsQueue(url) if url else TableQueue()
+            return self._queue
 
     @property
     def policies(self) -> PolicyCache:

@@ -5,6 +5,7 @@ from chalicelib.ops import (  # noqa: F401
     conversation,
     extraction,
     extraction_policy,
+    extraction_status,
     memory,
     saved_messages,
     session,

@@ -18,6 +18,7 @@ from chalicelib.ops.common import OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
 from chalicelib.registry import OpContext, op
 from chalicelib.store import evidence as evidence_store
+from chalicelib.store import extraction_queue as queue_store
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import record_drops
 
@@ -55,6 +56,7 @@ class SetFromMessagesInput(MemoryScoped):
     ) = None
     defer: bool | None = None
     agent_learnings: bool | None = None
+    request_id: Annotated[str, StringConstraints(max_length=100)] = ""  # replays reuse evidence
 
     @field_validator("record_schema")
     @classmethod
@@ -67,6 +69,7 @@ class SetFromMessagesInput(MemoryScoped):
 class SetFromMessagesOutput(OpOutput):
     written: list[WrittenOut]
     deferred: bool = False
+    deferred_by: str = ""
     queue_id: str = ""
     tokens_in: int = 0
     tokens_out: int = 0
@@ -92,6 +95,9 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     check_steps(inp.pipeline_steps)
     live = ctx.live()
     deps = ctx.deps
+    deferred_by = _deferral(inp, ctx)
+    if deferred_by is not None:
+        return _enqueue(inp, ctx, deferred_by)
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
     now = deps.clock()
     run = Run(
@@ -103,7 +109,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         agent=inp.agent,
         user_id=write_user(ctx.caller, inp.user_id),
         session_id=inp.session_id,
-        request_id=uuid.uuid4().hex,
+        request_id=inp.request_id or uuid.uuid4().hex,
         messages=[m.model_dump() for m in inp.messages],
         last_messages=[m.model_dump() for m in inp.last_messages],
         observation_date=inp.observation_date or now.astimezone(UTC).date(),
@@ -146,9 +152,48 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     )
     if inp.agent_learnings and not live.memory_extract_agent_learnings:
         out._not_applied.append("agent_learnings")  # only the setting turns it on
-    if inp.defer:
-        out._not_applied.append("defer")  # the deferred queue is not built yet: ran inline
     return out
+
+
+def _deferral(inp: SetFromMessagesInput, ctx: OpContext) -> str | None:
+    """ "request" for defer=true, "allowlist" for an agent LOOM_EXTRACTION_DEFER_AGENTS names
+    (typed records never), None to extract inline (an explicit defer=false always does)."""
+    if inp.defer is True:
+        return "request"
+    if inp.defer is False or inp.record_schema is not None:
+        return None
+    agents = ctx.live().extraction_defer_agents
+    service_account = ctx.caller.principal is not None  # a token, not the local user
+    if inp.agent in agents or ("*" in agents and service_account):
+        return "allowlist"
+    return None
+
+
+def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> SetFromMessagesOutput:
+    """Store the request, commit, then send the message that carries only its queue_id."""
+    queue_id = uuid.uuid4().hex
+    request = inp.model_dump(mode="json", exclude={"defer"})
+    user = write_user(ctx.caller, inp.user_id)
+    with ctx.deps.pool.connection() as conn:
+        queue_store.enqueue(
+            conn,
+            queue_id=queue_id,
+            org=inp.org,
+            namespace=inp.namespace,
+            agent=inp.agent,
+            user_id=user,
+            principal=ctx.caller.principal,
+            read_user_id=ctx.caller.read_user_id,
+            request=request,
+            sizes={
+                "messages": len(inp.messages),
+                "chars": sum(len(m.content) for m in inp.messages),
+            },
+        )
+    ctx.deps.queue.send(queue_id)
+    return SetFromMessagesOutput(
+        written=[], deferred=True, deferred_by=deferred_by, queue_id=queue_id
+    )
 
 
 def _store_evidence(run: Run, now: datetime) -> None:

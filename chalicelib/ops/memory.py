@@ -18,6 +18,7 @@ from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
+from chalicelib.store.extraction_queue import has_pending
 from chalicelib.store.pool import read_connection
 
 USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")
@@ -198,6 +199,7 @@ class SearchHit(OpOutput):
 
 class SearchOutput(OpOutput):
     hits: list[SearchHit]
+    pending_extraction: bool = False  # the caller's deferred batches have not all run yet
 
 
 @op("memory.search", role="viewer", kind="read", mcp="core", scopes=USER_SCOPES)
@@ -229,6 +231,9 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
             lex_rows = store.lexical_leg(
                 conn, **scope, query=inp.query, depth=LEG_DEPTH, kinds=kinds
             )
+        pending = has_pending(
+            conn, inp.org, inp.namespace, ctx.caller.principal, ctx.caller.read_user_id
+        )
     floor = ctx.deps.embedder.default_floor
     vec_rows = [r for r in vec_rows if r["score"] >= floor]
     lex_rows = [r for r in lex_rows if not reads_as_high(r["value"])]
@@ -249,7 +254,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
                 kind=r["kind"],
             )
         )
-    return SearchOutput(hits=hits)
+    return SearchOutput(hits=hits, pending_extraction=pending)
 
 
 # ---- evidence and recall -------------------------------------------------------------------

@@ -12,6 +12,11 @@ class LLMError(Exception):
     """The model call failed or its answer did not parse."""
 
 
+class LLMUnavailableError(LLMError):
+    """The provider could not be reached (no connection, a timeout, 502, 503 or 504): worth
+    trying again later, and no attempt of a queued job is spent on it."""
+
+
 @dataclass(frozen=True)
 class LLMResult:
     text: str
@@ -92,6 +97,8 @@ class OpenAILLM:
                 **extra,
             )
         except Exception as exc:
+            if _unreachable(exc):
+                raise LLMUnavailableError(f"model provider unreachable: {exc}") from exc
             raise LLMError(f"model call failed: {exc}") from exc
         text = resp.choices[0].message.content or ""
         usage = resp.usage
@@ -102,6 +109,14 @@ class OpenAILLM:
             usage.completion_tokens if usage else 0,
             resp.model or self.name,
         )
+
+
+def _unreachable(exc: Exception) -> bool:
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code in (502, 503, 504)
 
 
 def _result(text: str, json_output: bool, tokens_in: int, tokens_out: int, model: str) -> LLMResult:

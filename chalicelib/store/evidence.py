@@ -20,13 +20,15 @@ def store_turns(
     request_id: str,
     turns: list[tuple[int, str, str, str, datetime]],
 ) -> list[int]:
-    """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order."""
+    """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order. A
+    replay of the same request finds its turns already stored and gets their ids."""
     rows = conn.execute(
         "INSERT INTO loom.memory_evidence (org, namespace, user_id, agent, session_id,"
         " request_id, idx, role, name, content, ts)"
         " SELECT %s, %s, %s, %s, %s, %s, t.idx, t.role, t.name, t.content, t.ts"
         " FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
         " WITH ORDINALITY AS t(idx, role, name, content, ts, ord) ORDER BY t.ord"
+        " ON CONFLICT (org, namespace, request_id, idx) DO UPDATE SET idx = EXCLUDED.idx"
         " RETURNING id",
         (
             org,

@@ -19,10 +19,17 @@ class ScheduledWorker:
 
 def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
+    from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs
     from chalicelib.workers.retention import purge_expired_conversations
     from chalicelib.workers.titler import title_threads
 
     return [
+        ScheduledWorker(
+            "extraction_queue",
+            lambda deps: deps.live().extraction_queue_poll_seconds,
+            drain_due,
+        ),
+        ScheduledWorker("extraction_queue_expiry", lambda deps: 3600.0, expire_stale_jobs),
         ScheduledWorker(
             "conversation_titler",
             lambda deps: deps.live().conversation_titler_interval_minutes * 60.0,

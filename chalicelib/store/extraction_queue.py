@@ -1,0 +1,169 @@
+"""The deferred extraction queue: enqueue, claim with a lease, finish, and the status views."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg import Connection
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+_STATUS = "queue_id, status, attempts, sizes, last_error, held_reason, created_at, updated_at"
+
+
+def enqueue(
+    conn: Connection,
+    *,
+    queue_id: str,
+    org: str,
+    namespace: str,
+    agent: str,
+    user_id: str,
+    principal: str | None,
+    read_user_id: str | None,
+    request: dict[str, Any],
+    sizes: dict[str, int],
+) -> None:
+    conn.execute(
+        "INSERT INTO loom.memory_extraction_queue (queue_id, org, namespace, agent, user_id,"
+        " principal, read_user_id, request, sizes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (queue_id, org, namespace, agent, user_id, principal, read_user_id, Jsonb(request),
+         Jsonb(sizes)),
+    )  # fmt: skip
+
+
+def claim(conn: Connection, queue_id: str, lease_seconds: float) -> dict[str, Any] | None:
+    """Take a due job (pending, or running with an expired lease) for one worker."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "UPDATE loom.memory_extraction_queue SET status = 'running',"
+            " lease_until = clock_timestamp() + make_interval(secs => %s), updated_at = now()"
+            " WHERE queue_id = %s AND ((status = 'pending' AND not_before <= clock_timestamp())"
+            "  OR (status = 'running' AND lease_until < clock_timestamp()))"
+            " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
+            " request, attempts, created_at",
+            (lease_seconds, queue_id),
+        ).fetchone()
+
+
+def not_before(conn: Connection, queue_id: str) -> tuple[str, datetime] | None:
+    row = conn.execute(
+        "SELECT status, not_before FROM loom.memory_extraction_queue WHERE queue_id = %s",
+        (queue_id,),
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def finish(conn: Connection, queue_id: str, result: dict[str, Any]) -> None:
+    conn.execute(
+        "UPDATE loom.memory_extraction_queue SET status = 'done', result = %s, last_error = '',"
+        " held_reason = '', lease_until = NULL, updated_at = now() WHERE queue_id = %s",
+        (Jsonb(result), queue_id),
+    )
+
+
+def retry_later(
+    conn: Connection, queue_id: str, *, delay_seconds: float, error: str, spend_attempt: bool,
+    max_attempts: int,
+) -> str:  # fmt: skip
+    """Back to pending after `delay_seconds`, or failed once attempts run out; the new status."""
+    row = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET"
+        " attempts = attempts + %(spend)s::int,"
+        " status = CASE WHEN attempts + %(spend)s::int >= %(max)s THEN 'failed' ELSE 'pending' END,"
+        " not_before = clock_timestamp() + make_interval(secs => %(delay)s),"
+        " last_error = %(error)s, lease_until = NULL, updated_at = now()"
+        " WHERE queue_id = %(id)s RETURNING status",
+        {
+            "spend": 1 if spend_attempt else 0,
+            "max": max_attempts,
+            "delay": delay_seconds,
+            "error": error[:2000],
+            "id": queue_id,
+        },
+    ).fetchone()
+    return row[0] if row else "failed"
+
+
+def due_jobs(conn: Connection, limit: int) -> list[str]:
+    """Pending jobs whose time has come and running ones whose lease expired, oldest first."""
+    rows = conn.execute(
+        "SELECT queue_id FROM loom.memory_extraction_queue"
+        " WHERE (status = 'pending' AND not_before <= now())"
+        "  OR (status = 'running' AND lease_until < now())"
+        " ORDER BY not_before LIMIT %s",
+        (limit,),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def expire_old(conn: Connection, older_than_days: int) -> list[tuple[str, str, str]]:
+    """Fail jobs still waiting this long; returns their (queue_id, org, namespace)."""
+    rows = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET status = 'failed',"
+        " last_error = 'expired: still waiting a day before the queue TTL', updated_at = now()"
+        " WHERE status IN ('pending', 'held') AND created_at < now() - make_interval(days => %s)"
+        " RETURNING queue_id, org, namespace",
+        (older_than_days,),
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def statuses(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    queue_ids: list[str] | None,
+    status: str | None,
+    principal: str | None,
+    only_principal: bool,
+    user_id: str | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Batches of a namespace, filtered by ids, status, the enqueuer and the user."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            f"SELECT {_STATUS} FROM loom.memory_extraction_queue"
+            " WHERE org = %(org)s AND namespace = %(ns)s"
+            " AND (%(ids)s::text[] IS NULL OR queue_id = ANY(%(ids)s))"
+            " AND (%(status)s::text IS NULL OR status = %(status)s)"
+            " AND (NOT %(only)s OR principal IS NOT DISTINCT FROM %(principal)s)"
+            " AND (%(user)s::text IS NULL OR user_id = %(user)s)"
+            " ORDER BY created_at DESC LIMIT %(limit)s",
+            {
+                "org": org,
+                "ns": namespace,
+                "ids": queue_ids,
+                "status": status,
+                "only": only_principal,
+                "principal": principal,
+                "user": user_id,
+                "limit": limit,
+            },
+        ).fetchall()
+
+
+def request_retry(conn: Connection, queue_ids: list[str], expired_days: int) -> list[str]:
+    """Failed batches back to pending (not those queued `expired_days` ago or more)."""
+    rows = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET status = 'pending', not_before = now(),"
+        " retry_requested_at = now(), updated_at = now()"
+        " WHERE queue_id = ANY(%s) AND status = 'failed'"
+        " AND created_at >= now() - make_interval(days => %s) RETURNING queue_id",
+        (queue_ids, expired_days),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def has_pending(
+    conn: Connection, org: str, namespace: str, principal: str | None, user_id: str | None
+) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM loom.memory_extraction_queue WHERE org = %s"
+        " AND namespace = %s AND principal IS NOT DISTINCT FROM %s"
+        " AND (%s::text IS NULL OR user_id = %s) AND status IN ('pending', 'running', 'held'))",
+        (org, namespace, principal, user_id, user_id),
+    ).fetchone()
+    return bool(row and row[0])

@@ -1,0 +1,128 @@
+"""The extraction_queue worker: replays deferred requests through the inline handler.
+
+At-least-once delivery is safe: a job is claimed by state with a lease, so a second delivery
+of a finished or running job does nothing, and a killed worker's job is taken again once its
+lease expires; a replay reuses its evidence rows and rewrites facts as `unchanged`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chalicelib.auth import Caller
+from chalicelib.deps import Deps
+from chalicelib.errors import LoomError, UnavailableError
+from chalicelib.observability import logger
+from chalicelib.providers.llm import LLMUnavailableError
+from chalicelib.store import extraction_queue as store
+from chalicelib.store.extraction_support import record_drops
+
+BACKOFF_SECONDS = (15, 60, 300, 1800)  # after the 1st, 2nd, 3rd and later failed attempts
+UNREACHABLE_DELAY = 15
+TTL_DAYS = 30
+
+
+def backoff(attempts: int) -> int:
+    return BACKOFF_SECONDS[min(max(attempts, 1), len(BACKOFF_SECONDS)) - 1]
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A provider that could not be reached (or policies unreadable): no attempt spent."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, LLMUnavailableError | UnavailableError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def process_job(deps: Deps, queue_id: str) -> str:
+    """Run one job if it is due; returns what happened (done, retry, failed, skipped, early)."""
+    settings = deps.live()
+    with deps.pool.connection() as conn:
+        job = store.claim(conn, queue_id, settings.extraction_queue_lease_seconds)
+    if job is None:
+        with deps.pool.connection() as conn:
+            state = store.not_before(conn, queue_id)
+        if state and state[0] == "pending":  # arrived before its time: send it again
+            wait = (state[1] - deps.clock()).total_seconds()
+            deps.queue.send(queue_id, max(1, int(wait)))
+            return "early"
+        return "skipped"
+    from chalicelib.registry import call
+
+    caller = Caller(
+        org=job["org"],
+        role="writer",
+        read_scope="own_user" if job["read_user_id"] else "namespace",
+        read_user_id=job["read_user_id"],
+        principal=job["principal"],
+    )
+    body = {**job["request"], "defer": False, "request_id": queue_id}
+    try:
+        out = call("memory.set_from_messages", body, caller, deps).body
+    except Exception as exc:
+        unreachable = _unreachable(exc)
+        error = exc.message if isinstance(exc, LoomError) else f"{type(exc).__name__}: {exc}"
+        delay = UNREACHABLE_DELAY if unreachable else backoff(job["attempts"] + 1)
+        delay *= settings.extraction_queue_delay_scale
+        with deps.pool.connection() as conn:
+            status = store.retry_later(
+                conn,
+                queue_id,
+                delay_seconds=delay,
+                error=error,
+                spend_attempt=not unreachable,
+                max_attempts=settings.extraction_queue_max_attempts,
+            )
+        if status == "pending":
+            deps.queue.send(queue_id, int(delay))
+        logger.warning("deferred extraction failed", extra={"queue_id": queue_id, "error": error})
+        return "retry" if status == "pending" else "failed"
+    result = {"written": out["written"], "pipeline_errors": out["pipeline_errors"]}
+    with deps.pool.connection() as conn:
+        store.finish(conn, queue_id, result)
+    return "done"
+
+
+def handle_sqs_batch(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
+    """An SQS batch with partial batch responses: one bad record never fails the rest."""
+    from aws_lambda_powertools.utilities.batch import (
+        BatchProcessor,
+        EventType,
+        process_partial_response,
+    )
+
+    def record_handler(record: Any) -> str:
+        queue_id = json.loads(record.body)["queue_id"]
+        return process_job(deps, queue_id)
+
+    processor = BatchProcessor(event_type=EventType.SQS)
+    answer = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor
+    )
+    return dict(answer)
+
+
+def drain_due(deps: Deps) -> dict[str, int]:
+    """The local worker: run due jobs straight from the table (no SQS needed)."""
+    counts: dict[str, int] = {}
+    settings = deps.live()
+    if not settings.extraction_queue_enabled:
+        return counts
+    with deps.pool.connection() as conn:
+        due = store.due_jobs(conn, settings.extraction_queue_batch)
+    for queue_id in due:
+        outcome = process_job(deps, queue_id)
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def expire_stale_jobs(deps: Deps) -> int:
+    """A request still waiting a day before the queue's 30-day TTL is dropped, with a record."""
+    with deps.pool.connection() as conn:
+        expired = store.expire_old(conn, TTL_DAYS - 1)
+        for _, org, namespace in expired:
+            record_drops(conn, org, namespace, [("extraction_queue", "expired", 1, "")])
+    return len(expired)

@@ -65,8 +65,8 @@ def process_job(deps: Deps, queue_id: str) -> str:
     except Exception as exc:
         unreachable = _unreachable(exc)
         error = exc.message if isinstance(exc, LoomError) else f"{type(exc).__name__}: {exc}"
-        delay = UNREACHABLE_DELAY if unreachable else backoff(job["attempts"] + 1)
-        delay *= settings.extraction_queue_delay_scale
+        base = UNREACHABLE_DELAY if unreachable else backoff(job["attempts"] + 1)
+        delay = base * settings.extraction_queue_delay_scale
         with deps.pool.connection() as conn:
             status = store.retry_later(
                 conn,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Settings that shape the process itself: read once at start, never from the database.
@@ -121,11 +122,33 @@ def setting_name(raw: str) -> str:
     return name[len("loom_") :] if name.startswith("loom_") else name
 
 
-def with_overrides(base: Settings, overrides: dict[str, Any]) -> Settings:
-    """A copy of `base` with live values applied and validated; boot-only names are skipped."""
-    live = {k: v for k, v in overrides.items() if k in Settings.model_fields and k not in BOOT_ONLY}
-    if not live:
-        return base
-    merged = base.model_dump()
-    merged.update(live)
-    return Settings.model_validate(merged)
+def _coerce(name: str, value: Any) -> Any:
+    """A stored text value as its field wants it: a list from JSON or comma-separated text."""
+    if isinstance(value, str) and "list" in str(Settings.model_fields[name].annotation):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = [part.strip() for part in value.split(",") if part.strip()]
+        return parsed
+    return value
+
+
+def with_overrides(base: Settings, overrides: dict[str, Any], strict: bool = True) -> Settings:
+    """A copy of `base` with live values applied and validated; boot-only names are skipped.
+    With strict=False a value that does not validate is left out instead of raising."""
+    live = {
+        k: _coerce(k, v)
+        for k, v in overrides.items()
+        if k in Settings.model_fields and k not in BOOT_ONLY
+    }
+    while live:
+        try:
+            return Settings.model_validate({**base.model_dump(), **live})
+        except ValidationError as exc:
+            if strict:
+                raise
+            bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
+            if not bad & set(live):
+                raise
+            live = {k: v for k, v in live.items() if k not in bad}
+    return base

@@ -105,7 +105,8 @@ class Deps:
 
         with self.pool.connection() as conn:
             stored = load_settings(conn)
-        live = with_overrides(self.settings, {setting_name(k): v for k, v in stored.items()})
+        stored_live = {setting_name(k): v for k, v in stored.items()}
+        live = with_overrides(self.settings, stored_live, strict=False)
         with self._lock:
             self._live, self._live_read_at = live, now
         return live

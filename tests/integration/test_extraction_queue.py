@@ -1,0 +1,268 @@
+"""Deferred extraction: answers at once, replays through the inline handler, survives
+duplicate delivery and a killed worker, retries with backoff, and reports its batches."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from chalicelib.auth import local_caller, mint_token
+from chalicelib.providers.llm import LLMUnavailableError, ScriptedLLM
+from chalicelib.providers.queue import FakeQueue, SqsQueue
+from chalicelib.registry import call
+from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs, process_job
+from tests.conftest import Api
+from tests.queue_worker import OneFactLLM
+
+ROOT = Path(__file__).parents[2]
+BODY = {"namespace": "q", "agent": "bot", "user_id": "u1"}
+
+
+def _fact(word: str) -> str:
+    return json.dumps(
+        {"facts": [{"subject": "user", "attribute": f"topic {word}",
+                    "value": f"The user talked about {word}.", "source_message_indices": [0]}]}
+    )  # fmt: skip
+
+
+@pytest.fixture
+def queue(deps):
+    deps._queue = FakeQueue()
+    return deps._queue
+
+
+def _defer(api_or_caller, deps, word: str, **extra):
+    body = {**BODY, "messages": [{"role": "user", "content": f"{word} is on my mind"}], **extra}
+    return call("memory.set_from_messages", {**body, "defer": True}, api_or_caller, deps).body
+
+
+def _rows(pool, sql, *args):
+    with pool.connection() as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def _status(pool, queue_id):
+    return _rows(
+        pool,
+        "SELECT status, attempts FROM loom.memory_extraction_queue WHERE queue_id = %s",
+        queue_id,
+    )[0]
+
+
+def test_defer_answers_at_once_and_sends_only_after_commit(deps, org, queue, pool):
+    """GIVEN defer=true WHEN the request is posted THEN it answers deferred with a queue_id and
+    nothing written, the job row is committed, and one message carries the queue_id."""
+    out = _defer(local_caller(org), deps, "sailing")
+    assert out["deferred"] and out["written"] == [] and out["deferred_by"] == "request"
+    assert queue.sent == [(out["queue_id"], 0)]
+    assert _status(pool, out["queue_id"]) == ("pending", 0)
+    assert _rows(pool, "SELECT count(*) FROM loom.memories WHERE org = %s", org) == [(0,)]
+
+
+def test_allowlisted_agents_defer_but_explicit_false_and_typed_records_do_not(
+    deps, org, queue, pool
+):
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.settings (name, value) VALUES ('extraction_defer_agents', %s)",
+            ('["bot"]',),
+        )
+    try:
+        caller = local_caller(org)
+        msg = {**BODY, "messages": [{"role": "user", "content": "hello"}]}
+        first = call("memory.set_from_messages", msg, caller, deps).body
+        assert first["deferred_by"] == "allowlist"
+        assert not call("memory.set_from_messages", {**msg, "defer": False}, caller, deps).body[
+            "deferred"
+        ]
+        schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+        typed = {**msg, "record_schema": schema, "memory_key": "rec/a"}
+        assert not call("memory.set_from_messages", typed, caller, deps).body["deferred"]
+    finally:
+        with pool.connection() as conn:
+            conn.execute("DELETE FROM loom.settings WHERE name = 'extraction_defer_agents'")
+
+
+def test_every_message_delivered_twice_writes_each_fact_once(deps, org, queue, pool, client):
+    """GIVEN five deferred jobs WHEN SQS delivers every message twice (own message ids)
+    THEN every job is done, each fact has exactly one version, and no record failed."""
+    caller = local_caller(org)
+    words = ("alpha", "bravo", "charlie", "delta", "echo")
+    ids = [_defer(caller, deps, w)["queue_id"] for w in words]
+    deps._llm = OneFactLLM(0)
+    bodies = [json.dumps({"queue_id": q}) for q in ids for _ in range(2)]
+    event = client.events.generate_sqs_event(message_bodies=bodies, queue_name="loom-extraction")
+    for i, record in enumerate(event["Records"]):
+        record["messageId"] = f"m-{i}"
+    assert client.lambda_.invoke("extraction_queue", event).payload == {"batchItemFailures": []}
+    assert {_status(pool, q)[0] for q in ids} == {"done"}
+    versions = _rows(
+        pool,
+        "SELECT key, count(*) FROM loom.memory_versions WHERE org = %s AND key LIKE 'user/%%'"
+        " GROUP BY key",
+        org,
+    )
+    assert len(versions) == 5 and all(n == 1 for _, n in versions)
+
+
+def test_one_bad_record_fails_alone_in_its_batch(deps, org, queue, pool, client):
+    caller = local_caller(org)
+    good = _defer(caller, deps, "kayak")["queue_id"]
+    deps._llm = OneFactLLM(0)
+    bodies = [json.dumps({"queue_id": good}), "not json"]
+    event = client.events.generate_sqs_event(message_bodies=bodies, queue_name="loom-extraction")
+    event["Records"][0]["messageId"], event["Records"][1]["messageId"] = "ok-1", "bad-1"
+    payload = client.lambda_.invoke("extraction_queue", event).payload
+    assert payload == {"batchItemFailures": [{"itemIdentifier": "bad-1"}]}
+    assert _status(pool, good)[0] == "done"
+
+
+def test_a_worker_killed_mid_batch_loses_nothing_and_writes_nothing_twice(
+    deps, org, queue, pool, database_url
+):
+    """GIVEN six deferred jobs and a worker process whose model takes 0.4 s a call
+    WHEN it is killed with SIGKILL while it holds a job and another worker takes over after
+    the 1 s lease THEN every job ends done and every fact has exactly one version."""
+    caller = local_caller(org)
+    words = ["north", "south", "east", "west", "up", "down"]
+    ids = [_defer(caller, deps, w)["queue_id"] for w in words]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.queue_worker", database_url, "0.4"], cwd=ROOT, env=env
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done = sum(_status(pool, q)[0] == "done" for q in ids)
+            running = sum(_status(pool, q)[0] == "running" for q in ids)
+            if done >= 1 and running >= 1:
+                break
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert any(_status(pool, q)[0] != "done" for q in ids), "the worker finished before the kill"
+    time.sleep(1.2)  # the killed worker's lease expires
+    deps._llm = OneFactLLM(0)
+    for _ in range(5):
+        drain_due(deps)
+    assert {_status(pool, q)[0] for q in ids} == {"done"}
+    versions = _rows(
+        pool,
+        "SELECT key, count(*) FROM loom.memory_versions WHERE org = %s GROUP BY key",
+        org,
+    )
+    facts = [(k, n) for k, n in versions if k.startswith("user/")]
+    assert len(facts) == 6 and all(n == 1 for _, n in facts)
+    evidence = _rows(
+        pool,
+        "SELECT request_id, count(*) FROM loom.memory_evidence WHERE org = %s GROUP BY 1",
+        org,
+    )
+    assert sorted(r for r, _ in evidence) == sorted(ids) and all(n == 1 for _, n in evidence)
+
+
+def test_failures_back_off_and_end_failed_after_max_attempts(deps, org, queue, pool):
+    caller = local_caller(org)
+    qid = _defer(caller, deps, "storm")["queue_id"]
+    deps._llm = ScriptedLLM(replies=deque(["not json"] * 10))
+    assert process_job(deps, qid) == "retry"
+    assert _status(pool, qid) == ("pending", 1)
+    assert queue.sent[-1] == (qid, 15)  # 15 s after the first failed attempt
+    assert process_job(deps, qid) == "early"  # not due yet: sent again for later
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET attempts = 7, not_before = now()"
+            " WHERE queue_id = %s",
+            (qid,),
+        )
+    assert process_job(deps, qid) == "failed"
+    status, attempts = _status(pool, qid)
+    assert (status, attempts) == ("failed", 8)
+    error = _rows(
+        pool, "SELECT last_error FROM loom.memory_extraction_queue WHERE queue_id = %s", qid
+    )
+    assert "extraction call failed" in error[0][0]
+
+
+def test_an_unreachable_provider_spends_no_attempt(deps, org, queue, pool):
+    qid = _defer(local_caller(org), deps, "fog")["queue_id"]
+    deps._llm = ScriptedLLM(replies=deque([LLMUnavailableError("connection refused")]))
+    assert process_job(deps, qid) == "retry"
+    assert _status(pool, qid) == ("pending", 0)
+
+
+def test_status_ops_answer_only_the_callers_own_batches(api, deps, org, queue):
+    mine = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-a"))
+    theirs = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-b"))
+    msg = [{"role": "user", "content": "hi"}]
+    qa = mine.ok("memory.set_from_messages", messages=msg, defer=True, **BODY)["queue_id"]
+    qb = theirs.ok("memory.set_from_messages", messages=msg, defer=True, **BODY)["queue_id"]
+    out = mine.ok("memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=[qa, qb])
+    assert [b["queue_id"] for b in out["batches"]] == [qa] and out["unknown"] == [qb]
+    assert out["batches"][0]["sizes"] == {"messages": 1, "chars": 2}
+    status, _ = mine.post("memory.extraction_status_mine", namespace="q", agent="bot",
+                          queue_ids=[f"x{i}" for i in range(21)])  # fmt: skip
+    assert status == 422
+    every = mine.ok("memory.extraction_status", namespace="q", agent="bot")["batches"]
+    assert {b["queue_id"] for b in every} == {qa, qb}
+    assert mine.ok("memory.search", query="hi", **BODY)["pending_extraction"] is True
+
+
+def test_retry_mine_requeues_failed_batches_and_leaves_others(api, deps, org, queue, pool):
+    agent = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-r"))
+    msg = [{"role": "user", "content": "hi"}]
+    failed, waiting, old = (
+        agent.ok("memory.set_from_messages", messages=msg, defer=True, **BODY)["queue_id"]
+        for _ in range(3)
+    )
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET status = 'failed' WHERE queue_id = ANY(%s)",
+            ([failed, old],),
+        )
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET created_at = now() - interval '29 days'"
+            " WHERE queue_id = %s",
+            (old,),
+        )
+    out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot",
+                   queue_ids=[failed, waiting, old, "nope"])  # fmt: skip
+    assert out["requeued"] == [failed] and out["expired"] == [old]
+    assert out["left_alone"] == [waiting] and out["unknown"] == ["nope"]
+    assert _status(pool, failed)[0] == "pending"
+
+
+def test_a_request_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool):
+    qid = _defer(local_caller(org), deps, "tide")["queue_id"]
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET created_at = now() - interval '29 days'"
+            " WHERE queue_id = %s",
+            (qid,),
+        )
+    assert expire_stale_jobs(deps) >= 1
+    assert _status(pool, qid)[0] == "failed"
+    drops = _rows(pool, "SELECT reason FROM loom.memory_drops WHERE org = %s", org)
+    assert ("expired",) in drops
+
+
+def test_the_sqs_queue_sends_the_queue_id_only():
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="loom-extraction")["QueueUrl"]
+        SqsQueue(url, client=sqs).send("q-123", delay_seconds=5000)
+        got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MaxNumberOfMessages=10)
+    assert [json.loads(m["Body"]) for m in got.get("Messages", [])] in ([], [{"queue_id": "q-123"}])

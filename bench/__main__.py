@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench import cold_start, locomo_recall, read_path, saved_search, write_path
+from bench import cold_start, deferred, locomo_recall, read_path, saved_search, write_path
 from bench.harness import Figure, bench_database, say
 
 RESULTS = Path(__file__).parent / "results"
@@ -17,6 +17,7 @@ SUITES = {
     "write_path": write_path.run,
     "read_path": read_path.run,
     "saved_search": saved_search.run,
+    "deferred": deferred.run,
     "cold_start": cold_start.run,
     "locomo": locomo_recall.run,
 }
@@ -40,7 +41,8 @@ def _sizes(quick: bool) -> str:
         f"{mode} run: {write_path.SIZES[mode]:,} appends; filtered search over"
         f" {read_path.SIZES[mode]:,} turns ({read_path.QUERIES[mode]} queries, user filter"
         f" keeps 1%); hybrid saved search over {saved_search.SIZES[mode]:,} saved messages of one"
-        f" user among {saved_search.OTHER_USERS + 1}; {cold_start.RUNS[mode]} interpreters per"
+        f" user among {saved_search.OTHER_USERS + 1}; {deferred.SIZES[mode]:,} deferred jobs;"
+        f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
     )

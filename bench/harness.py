@@ -84,7 +84,7 @@ class BenchDb:
 def bench_database() -> Iterator[BenchDb]:
     """A fresh embedded PostgreSQL for this run, removed afterwards."""
     root = tempfile.mkdtemp(prefix="loomb-", dir="/tmp")
-    logger.setLevel(logging.WARNING)  # one JSON line per op would be what is timed
+    logger.setLevel(logging.ERROR)  # one JSON line per op would be what is timed
     try:
         url = start_embedded(f"{root}/pg", cleanup_mode="delete")
         migrate(url)

@@ -64,3 +64,24 @@ def extraction_queue_expiry(event: object) -> int:
     from chalicelib.workers.extraction_queue import expire_stale_jobs
 
     return expire_stale_jobs(get_deps())
+
+
+@app.schedule(Rate(5, unit=Rate.MINUTES), name="observe_extract")
+def observe_extract(event: object) -> dict[str, int]:
+    from chalicelib.workers.observe_extract import distil_sessions
+
+    return distil_sessions(get_deps())
+
+
+@app.schedule(Rate(5, unit=Rate.MINUTES), name="entity_extractor")
+def entity_extractor(event: object) -> dict[str, int]:
+    from chalicelib.workers.memory_maintenance import extract_entities
+
+    return extract_entities(get_deps())
+
+
+@app.schedule(Rate(5, unit=Rate.MINUTES), name="embedding_worker")
+def embedding_worker(event: object) -> dict[str, int]:
+    from chalicelib.workers.memory_maintenance import embed_missing
+
+    return embed_missing(get_deps())

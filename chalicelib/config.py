@@ -112,6 +112,14 @@ class Settings(BaseSettings):
     # Multiplies every retry delay (15 s, 1, 5, 30 min); below 1 only in tests and benchmarks.
     extraction_queue_delay_scale: float = Field(default=1.0, gt=0, le=1.0)
 
+    # Workers of the memory and observe planes.
+    observe_extract_enabled: bool = False
+    observe_extract_max_sessions_per_pass: int = Field(default=5, ge=1)
+    observe_extract_interval_seconds: float = Field(default=60.0, gt=0)
+    entity_extractor_enabled: bool = True
+    embedding_worker_enabled: bool = True
+    memory_workers_interval_seconds: float = Field(default=60.0, gt=0)
+
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
 

@@ -25,12 +25,14 @@ def rrf(
 
 
 def centred_excerpt(text: str, terms: Sequence[str], width: int) -> str:
-    """`width` characters of `text` around the first match of any term (whole words, case-blind);
-    the start of the text when none matches."""
+    """`width` characters of `text` around the first match of any term (case-blind); the start
+    of the text when none matches."""
     if len(text) <= width or not terms:
         return text[:width]
     pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True) if t)
-    match = re.search(rf"(?<!\w)(?:{pattern})(?!\w)", text, re.IGNORECASE) if pattern else None
+    # Letters and digits bound a term, not underscores: "ledger" is found in ledger_entries_v2.
+    bounded = rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])"
+    match = re.search(bounded, text, re.IGNORECASE) if pattern else None
     if match is None:
         return text[:width]
     slack = width - (match.end() - match.start())

@@ -7,6 +7,7 @@ from chalicelib.ops import (  # noqa: F401
     extraction_policy,
     extraction_status,
     memory,
+    observe,
     saved_messages,
     session,
     system,

@@ -72,14 +72,16 @@ def plan_window(
         if turn["is_saved"] or reads_as_high(turn["content"]):
             w.held_back += 1
             continue
-        if is_summary(turn) and leading:
+        if is_summary(turn):
             sources = set(turn["metadata"].get("compacted_from") or [])
             if sources and sources <= in_window:
-                w.replaced_unread.append(turn)  # a failed run's summary: its turns are all here
-            elif len(turn["content"]) <= allowance:
-                allowance -= len(turn["content"])
-                w.folded.append(turn)
-            continue  # one that does not fit stays live
+                w.replaced_unread.append(turn)  # a failed run's: its turns are all still here
+                continue
+            if leading:
+                if len(turn["content"]) <= allowance:
+                    allowance -= len(turn["content"])
+                    w.folded.append(turn)
+                continue  # one that does not fit stays live
         leading = False
         if w.turns and len(turn["content"]) > budget:
             break
@@ -172,10 +174,11 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     )
     retiring = w.turns + w.folded + w.replaced_unread
     with deps.pool.connection() as conn:
+        ensure_vector_index(conn, len(vector))
+    with deps.pool.connection() as conn:
         store.take_thread_lease(conn, *scope)
         store.insert_summary(conn, turn, first["ts"])
         store.retire_turns(conn, *scope, [(t["agent"], t["msg_id"]) for t in retiring])
-        ensure_vector_index(conn, len(vector))
         store.insert_vectors(
             conn,
             deps.embedder.name,

@@ -110,8 +110,13 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     )
     with deps.pool.connection() as conn:
         take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
-        if copy is None:
-            store.insert_saved_turn(conn, turn)
+        if copy is None:  # under the lease: a concurrent save by any agent stored it already?
+            landed = store.find_copy(conn, *key, inp.agent, model)
+            if landed is None:
+                store.insert_saved_turn(conn, turn)
+            else:
+                agent = landed["agent"]
+                turn = replace(turn, agent=agent)
         claimed = store.claim_saved(conn, *key[:3], agent, inp.message_id, inp.user_id)
         if claimed is None:
             conn.rollback()
@@ -336,6 +341,7 @@ def _fuse(
     shown: int,
 ) -> list[SavedRow]:
     """The hits in fused order; a BM25 hit's excerpt is centred on the terms it matched."""
+    vector_rows = [r for r in vector_rows if not reads_as_high(r["text"])]
     lexical_rows = [r for r in lexical_rows if not reads_as_high(r["content"])]
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for r in vector_rows:

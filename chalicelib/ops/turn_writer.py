@@ -97,8 +97,9 @@ def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str
         TurnVector(t, ts[t.msg_id], text, vec, error)
         for t, text, vec in zip(turns, texts, vectors, strict=True)
     ]
-    with deps.pool.connection() as conn:
-        if error is None:
+    if error is None:
+        with deps.pool.connection() as conn:
             ensure_vector_index(conn, len(vectors[0]))
+    with deps.pool.connection() as conn:
         written = write_embeddings(conn, embedder.name, items)
     return {t.msg_id for t in turns} - written

@@ -29,7 +29,10 @@ class TurnFilter:
 
 
 def ensure_vector_index(conn: Connection, dim: int) -> None:
-    """The HNSW index for one dimension (vectors of several models share the column)."""
+    """The HNSW index for one dimension (vectors of several models share the column).
+
+    Run it in a transaction of its own, before any thread lease: building the index locks
+    the table until commit, and a writer holding a lease would wait on it (a deadlock)."""
     if dim in _ensured_indexes:
         return
     conn.execute(

@@ -246,3 +246,36 @@ def keys_by_subject(
         (org, namespace, user_id, prefixes),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def rows_without(conn: Connection, what: str, limit: int) -> list[dict[str, Any]]:
+    """Live rows lacking entities (`what="entities"`) or a vector (`what="vector"`)."""
+    cond = "entities IS NULL" if what == "entities" else "dim = 0"
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT org, namespace, user_id, key, value FROM loom.memories"
+            f" WHERE {cond} AND retired_at IS NULL ORDER BY updated_at LIMIT %s",
+            (limit,),
+        ).fetchall()
+
+
+def set_entities(conn: Connection, rows: list[tuple[str, str, str, str, list[str]]]) -> None:
+    """(org, namespace, user_id, key, entities) rows."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE loom.memories SET entities = %s WHERE org = %s AND namespace = %s"
+            " AND user_id = %s AND key = %s",
+            [(e, o, n, u, k) for o, n, u, k, e in rows],
+        )
+
+
+def set_vectors(
+    conn: Connection, model: str, rows: list[tuple[str, str, str, str, np.ndarray]]
+) -> None:
+    """(org, namespace, user_id, key, vector) rows."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE loom.memories SET embedding = %s, dim = %s, embed_model = %s"
+            " WHERE org = %s AND namespace = %s AND user_id = %s AND key = %s AND dim = 0",
+            [(v, len(v), model, o, n, u, k) for o, n, u, k, v in rows],
+        )

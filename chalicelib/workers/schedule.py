@@ -20,6 +20,8 @@ class ScheduledWorker:
 def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
     from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs
+    from chalicelib.workers.memory_maintenance import embed_missing, extract_entities
+    from chalicelib.workers.observe_extract import distil_sessions
     from chalicelib.workers.retention import purge_expired_conversations
     from chalicelib.workers.titler import title_threads
 
@@ -30,6 +32,21 @@ def scheduled_workers() -> list[ScheduledWorker]:
             drain_due,
         ),
         ScheduledWorker("extraction_queue_expiry", lambda deps: 3600.0, expire_stale_jobs),
+        ScheduledWorker(
+            "observe_extract",
+            lambda deps: deps.live().observe_extract_interval_seconds,
+            distil_sessions,
+        ),
+        ScheduledWorker(
+            "entity_extractor",
+            lambda deps: deps.live().memory_workers_interval_seconds,
+            extract_entities,
+        ),
+        ScheduledWorker(
+            "embedding_worker",
+            lambda deps: deps.live().memory_workers_interval_seconds,
+            embed_missing,
+        ),
         ScheduledWorker(
             "conversation_titler",
             lambda deps: deps.live().conversation_titler_interval_minutes * 60.0,

@@ -1,0 +1,82 @@
+"""Tool observations of a session, and the sessions ready to distil."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from psycopg import Connection
+from psycopg.rows import dict_row
+
+
+def record(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    agent: str,
+    user_id: str,
+    session_id: str,
+    tool: str,
+    action: str,
+    input_text: str,
+    output_text: str,
+    files: list[str],
+    ts: datetime | None,
+) -> tuple[int, datetime]:
+    row = conn.execute(
+        "INSERT INTO loom.observations (org, namespace, agent, user_id, session_id, tool, action,"
+        " input, output, files, ts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " coalesce(%s, now())) RETURNING id, ts",
+        (org, namespace, agent, user_id, session_id, tool, action, input_text, output_text,
+         files, ts),
+    ).fetchone()  # fmt: skip
+    assert row is not None
+    return int(row[0]), row[1]
+
+
+def crystallize(conn: Connection, org: str, namespace: str, session_id: str) -> int:
+    return conn.execute(
+        "UPDATE loom.observations SET crystallized_at = now() WHERE org = %s AND namespace = %s"
+        " AND session_id = %s AND crystallized_at IS NULL",
+        (org, namespace, session_id),
+    ).rowcount
+
+
+def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dict[str, Any]]:
+    """Crystallized, undistilled sessions, claimed for one worker run."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "WITH ready AS (SELECT DISTINCT org, namespace, session_id FROM loom.observations"
+            "  WHERE crystallized_at IS NOT NULL AND distilled_at IS NULL"
+            "  AND (distill_claimed_until IS NULL OR distill_claimed_until < now()) LIMIT %s)"
+            " UPDATE loom.observations o SET distill_claimed_until = now()"
+            "  + make_interval(secs => %s) FROM ready r WHERE o.org = r.org"
+            "  AND o.namespace = r.namespace AND o.session_id = r.session_id"
+            "  AND o.distilled_at IS NULL"
+            " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id",
+            (limit, seconds),
+        ).fetchall()
+
+
+def session_observations(
+    conn: Connection, org: str, namespace: str, session_id: str
+) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT id, agent, user_id, tool, action, input, output, files, ts"
+            " FROM loom.observations WHERE org = %s AND namespace = %s AND session_id = %s"
+            " AND crystallized_at IS NOT NULL AND distilled_at IS NULL ORDER BY ts, id",
+            (org, namespace, session_id),
+        ).fetchall()
+
+
+def finish_session(
+    conn: Connection, org: str, namespace: str, session_id: str, distilled: bool
+) -> None:
+    conn.execute(
+        "UPDATE loom.observations SET distill_claimed_until = NULL,"
+        " distilled_at = CASE WHEN %s THEN now() ELSE distilled_at END"
+        " WHERE org = %s AND namespace = %s AND session_id = %s AND crystallized_at IS NOT NULL",
+        (distilled, org, namespace, session_id),
+    )

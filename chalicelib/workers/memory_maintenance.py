@@ -1,0 +1,72 @@
+"""The entity_extractor and embedding_worker: rows written without entities or a vector."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from chalicelib.deps import Deps
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store import memories as store
+
+BATCH = 200
+EMBED_CHARS = 2048
+_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
+_HANDLE = re.compile(r"(?<!\w)@[A-Za-z0-9_]{2,}")
+_PATH = re.compile(r"(?<![\w/])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")
+_STOP = {"The", "A", "An", "User", "Users", "Assistant", "I", "It", "This", "That", "They"}
+
+
+def _ident(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    return row["org"], row["namespace"], row["user_id"], row["key"]
+
+
+def entities_of(text: str) -> list[str]:
+    """Names, @handles and file paths a fact mentions (deterministic, no model call)."""
+    found = [m for m in _NAME.findall(text) if m not in _STOP]
+    found += _HANDLE.findall(text) + _PATH.findall(text)
+    return list(dict.fromkeys(found))[:20]
+
+
+def extract_entities(deps: Deps) -> dict[str, int]:
+    """Fill `entities` on rows written without them (high text included: nothing leaves)."""
+    if not deps.live().entity_extractor_enabled:
+        return {"filled": 0}
+    with deps.pool.connection() as conn:
+        rows = store.rows_without(conn, "entities", BATCH)
+        store.set_entities(
+            conn,
+            [
+                (r["org"], r["namespace"], r["user_id"], r["key"], entities_of(r["value"]))
+                for r in rows
+            ],
+        )
+    return {"filled": len(rows)}
+
+
+def embed_missing(deps: Deps) -> dict[str, int]:
+    """Embed rows with no vector (a failed or skipped embed); text that reads as high stays
+    without one."""
+    if not deps.live().embedding_worker_enabled:
+        return {"embedded": 0}
+    with deps.pool.connection() as conn:
+        rows = [
+            r for r in store.rows_without(conn, "vector", BATCH) if not reads_as_high(r["value"])
+        ]
+    if not rows:
+        return {"embedded": 0}
+    try:
+        vectors = deps.embedder.embed_documents([r["value"][:EMBED_CHARS] for r in rows])
+    except EmbedderError:
+        return {"embedded": 0}
+    with deps.pool.connection() as conn:
+        store.set_vectors(
+            conn,
+            deps.embedder.name,
+            [
+                (r["org"], r["namespace"], r["user_id"], r["key"], v)
+                for r, v in zip(rows, vectors, strict=True)
+            ],
+        )
+    return {"embedded": len(rows)}

@@ -1,0 +1,163 @@
+"""Tokens on the saved-message ops: a user-pinned token acts as its user only, "@me" names that
+user's personal namespace, session-bounded tokens are refused, and every other conversation op
+stays refused under a user-pinned token."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.test_conversation_support import snapshot
+from tests.integration.test_saved_support import NS, open_tenant, save, transcript
+
+SAVED_OPS = {
+    "conversation.save_message": {
+        "agent": "a1",
+        "conversation_id": "c1",
+        "message_id": "m1",
+        "role": "user",
+        "content": "the harbour ferry leaves at noon",
+    },
+    "conversation.list_saved_messages": {"agent": "*"},
+    "conversation.saved_status": {"agent": "*", "conversation_id": "c1", "message_ids": ["m1"]},
+    "conversation.search_saved_messages": {"agent": "*", "query": "harbour ferry"},
+    "conversation.unsave_message": {"agent": "a1", "conversation_id": "c1", "message_id": "m1"},
+}
+OTHER_OPS = {
+    "conversation.append": {"agent": "a1", "thread_id": "c1", "role": "user", "content": "hi"},
+    "conversation.get": {"agent": "", "thread_id": "c1", "include_messages": True},
+    "conversation.list": {"agent": "", "thread_id": "c1"},
+    "conversation.search": {"agent": "*", "query": "harbour"},
+    "conversation.threads": {},
+    "conversation.create": {"agent": "a1", "thread_id": "c9", "title": "T"},
+    "conversation.update": {"agent": "a1", "thread_id": "c1", "title": "T2"},
+    "conversation.delete": {"agent": "", "thread_id": "c1", "confirm_thread_id": "c1"},
+    "conversation.compact": {"agent": "a1", "thread_id": "c1"},
+    "conversation.set_logging": {"enabled": False},
+}
+
+
+@pytest.fixture
+def t(api, deps, org):
+    return open_tenant(api, deps, org)
+
+
+def pinned(t, user="u1", role="writer"):
+    return t.token(role, read_scope="own_user", read_user_id=user)
+
+
+def test_a_pinned_token_works_on_all_five_ops_for_its_user(t, pool, org):
+    """GIVEN a writer token pinned to u1 (own_user, read_user_id u1)
+    WHEN it saves, lists, checks, searches and unsaves without naming user_id
+    THEN every op answers for u1: the row is stored as u1's, listed, reported, found, and
+    then withdrawn.
+    """
+    tok = pinned(t)
+    saved = t.ok("conversation.save_message", token=tok, **SAVED_OPS["conversation.save_message"])
+    assert (saved["indexed"], saved["reason"]) == (True, "")
+    assert transcript(pool, org, "m1")[0]["user_id"] == "u1"
+
+    listed = t.ok("conversation.list_saved_messages", token=tok, agent="*")
+    assert [r["message_id"] for r in listed["rows"]] == ["m1"]
+    status = t.ok("conversation.saved_status", token=tok, **SAVED_OPS["conversation.saved_status"])
+    assert status["saved"] == ["m1"]
+    hits = t.ok("conversation.search_saved_messages", token=tok, agent="*", query="harbour ferry")
+    assert [h["message_id"] for h in hits["hits"]] == ["m1"]
+    gone = t.ok(
+        "conversation.unsave_message", token=tok, **SAVED_OPS["conversation.unsave_message"]
+    )
+    assert gone["found"] is True
+    assert t.ok("conversation.list_saved_messages", token=tok, agent="*")["rows"] == []
+
+
+def test_a_pinned_token_also_accepts_its_own_user_id(t):
+    """GIVEN a token pinned to u1
+    WHEN it saves naming user_id u1 explicitly
+    THEN the save is served.
+    """
+    out = t.ok(
+        "conversation.save_message",
+        token=pinned(t),
+        user_id="u1",
+        **SAVED_OPS["conversation.save_message"],
+    )
+    assert out["indexed"]
+
+
+@pytest.mark.parametrize("op", list(SAVED_OPS))
+def test_a_pinned_token_naming_another_user_is_refused(t, pool, org, op):
+    """GIVEN a token pinned to u1, and u2's saved message m1
+    WHEN it calls a saved-message op with user_id u2
+    THEN the call answers 403 and nothing stored changes.
+    """
+    save(t, "c1", "m1", "the harbour ferry leaves at noon", user="u2")
+    before = snapshot(pool, org)
+    status, body = t.post(op, token=pinned(t), user_id="u2", **SAVED_OPS[op])
+    assert status == 403, body
+    assert body["error"]["code"] == "forbidden"
+    assert snapshot(pool, org) == before
+
+
+def test_at_me_resolves_to_the_users_personal_namespace(t, pool, org):
+    """GIVEN end-user tokens pinned to u1 and to u2
+    WHEN u1 saves with namespace "@me", and each lists and searches "@me"
+    THEN the row lives in "@me:u1"; u1 sees it, u2 sees nothing of it (nor by naming
+    "@me:u1").
+    """
+    u1, u2 = pinned(t, "u1"), pinned(t, "u2")
+    body = {**SAVED_OPS["conversation.save_message"], "namespace": "@me"}
+    assert t.ok("conversation.save_message", token=u1, **body)["indexed"]
+    (row,) = transcript(pool, org, "m1")
+    assert (row["namespace"], row["user_id"]) == ("@me:u1", "u1")
+
+    def seen(tok, namespace):
+        listed = t.ok(
+            "conversation.list_saved_messages", token=tok, agent="*", namespace=namespace
+        )["rows"]
+        hits = t.ok(
+            "conversation.search_saved_messages",
+            token=tok,
+            agent="*",
+            query="harbour ferry",
+            namespace=namespace,
+        )["hits"]
+        return [r["message_id"] for r in listed], [h["message_id"] for h in hits]
+
+    assert seen(u1, "@me") == (["m1"], ["m1"])
+    assert seen(u2, "@me") == ([], [])
+    assert seen(u2, "@me:u1") == ([], [])
+    status = t.ok(
+        "conversation.saved_status",
+        token=u2,
+        agent="*",
+        namespace="@me",
+        conversation_id="c1",
+        message_ids=["m1"],
+    )
+    assert status["saved"] == []
+
+
+@pytest.mark.parametrize("op", list(SAVED_OPS))
+def test_an_own_session_token_is_refused(t, pool, org, op):
+    """GIVEN an org_admin token bounded to own_session
+    WHEN it calls a saved-message op (naming a user)
+    THEN the call answers 403 and nothing stored changes.
+    """
+    tok = t.token("org_admin", read_scope="own_session")
+    before = snapshot(pool, org)
+    status, body = t.post(op, token=tok, user_id="u1", **SAVED_OPS[op])
+    assert status == 403, body
+    assert snapshot(pool, org) == before
+
+
+@pytest.mark.parametrize("op", list(OTHER_OPS))
+def test_a_pinned_token_is_refused_on_every_other_conversation_op(t, pool, org, op):
+    """GIVEN a recorded thread and an org_admin token pinned to u1
+    WHEN it calls append, get, list, search, threads or any other transcript op
+    THEN the call answers 403 and nothing stored changes.
+    """
+    t.append("c1", "the harbour ferry leaves at noon", user_id="u1")
+    tok = pinned(t, role="org_admin")
+    before = snapshot(pool, org)
+    status, body = t.post(op, token=tok, namespace=NS, **OTHER_OPS[op])
+    assert status == 403, (op, body)
+    assert snapshot(pool, org) == before

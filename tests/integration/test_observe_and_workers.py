@@ -1,0 +1,117 @@
+"""The observe plane and the memory plane's workers, invoked as their schedules would."""
+
+from __future__ import annotations
+
+from chalicelib.auth import local_caller
+from chalicelib.registry import call
+from chalicelib.workers.memory_maintenance import entities_of
+from tests.queue_worker import OneFactLLM
+
+BODY = {"namespace": "obs", "agent": "coder"}
+
+
+def _invoke(client, name):
+    event = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    return client.lambda_.invoke(name, event).payload
+
+
+def _live(pool, name, value):
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.settings (name, value) VALUES (%s, %s)"
+            " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+            (name, value),
+        )
+
+
+def _unset(pool, name):
+    with pool.connection() as conn:
+        conn.execute("DELETE FROM loom.settings WHERE name = %s", (name,))
+
+
+def _record(org, deps, session, action, **extra):
+    body = {**BODY, "session_id": session, "tool": "bash", "action": action, **extra}
+    return call("observe.record", body, local_caller(org), deps).body
+
+
+def test_observations_are_recorded_verbatim_with_no_model_call(deps, org, pool):
+    """GIVEN a model that would count its calls WHEN two observations are recorded and the
+    session crystallized THEN both rows hold what was sent, the model was never called, and
+    crystallize reports them."""
+    llm = OneFactLLM(0)
+    deps._llm = llm
+    first = _record(org, deps, "s1", "ran pytest", input="pytest -q", output="3 failed")
+    _record(org, deps, "s1", "edited cache.py", files=["src/cache.py"])
+    rows = [
+        r
+        for r in pool.connection()
+        .__enter__()
+        .execute(
+            "SELECT action, input, output, files FROM loom.observations WHERE org = %s ORDER BY id",
+            (org,),
+        )
+    ]
+    assert rows == [("ran pytest", "pytest -q", "3 failed", []),
+                    ("edited cache.py", "", "", ["src/cache.py"])]  # fmt: skip
+    assert first["observation_id"] > 0
+    out = call("observe.crystallize", {**BODY, "session_id": "s1"}, local_caller(org), deps)
+    assert out.body["observations"] == 2
+
+
+def test_observe_extract_is_off_by_default_and_distils_crystallized_sessions_when_on(
+    deps, org, pool, client
+):
+    """GIVEN a crystallized session WHEN the observe_extract schedule fires with the worker
+    off THEN nothing is distilled; WHEN it is switched on THEN the session's observations go
+    through extraction once (a coding capture) and are marked distilled."""
+    deps._llm = OneFactLLM(0)
+    _record(org, deps, "s2", "deploy finished for billing")
+    call("observe.crystallize", {**BODY, "session_id": "s2"}, local_caller(org), deps)
+    assert _invoke(client, "observe_extract")["distilled"] == 0
+    _live(pool, "observe_extract_enabled", "true")
+    try:
+        assert _invoke(client, "observe_extract")["distilled"] >= 1
+        again = _invoke(client, "observe_extract")
+    finally:
+        _unset(pool, "observe_extract_enabled")
+    with pool.connection() as conn:
+        distilled = conn.execute(
+            "SELECT count(*) FROM loom.observations WHERE org = %s AND distilled_at IS NOT NULL",
+            (org,),
+        ).fetchone()[0]
+        evidence = conn.execute(
+            "SELECT role, content FROM loom.memory_evidence WHERE org = %s", (org,)
+        ).fetchall()
+    assert distilled == 1 and again["distilled"] == 0
+    assert evidence and evidence[0][0] == "tool" and "deploy finished" in evidence[0][1]
+
+
+def test_entity_extractor_fills_rows_written_without_entities(deps, org, pool, client):
+    call("memory.set", {**BODY, "key": "team/lead", "value": "Maria Lopez leads @infra and"
+         " owns src/billing/export.py."}, local_caller(org), deps)  # fmt: skip
+    _invoke(client, "entity_extractor")
+    with pool.connection() as conn:
+        entities = conn.execute(
+            "SELECT entities FROM loom.memories WHERE org = %s AND key = 'team/lead'", (org,)
+        ).fetchone()[0]
+    assert entities == ["Maria Lopez", "@infra", "src/billing/export.py"]
+    assert entities_of("The user likes tea.") == []
+
+
+def test_embedding_worker_embeds_rows_left_without_a_vector(deps, org, pool, client, embedder):
+    """GIVEN memories written while the embedder failed (and one that reads as high)
+    WHEN the embedding_worker schedule fires with the embedder back THEN the plain row gets a
+    vector and the high one still has none."""
+    embedder.failing = True
+    for key, value in (("user/drink", "The user drinks oolong tea."),
+                       ("user/secret", "The user's password=hunter22 for the VPN.")):  # fmt: skip
+        call("memory.set", {**BODY, "key": key, "value": value}, local_caller(org), deps)
+    embedder.failing = False
+    _invoke(client, "embedding_worker")
+    with pool.connection() as conn:
+        dims = dict(
+            conn.execute("SELECT key, dim FROM loom.memories WHERE org = %s", (org,)).fetchall()
+        )
+    assert dims == {"user/drink": embedder.dim, "user/secret": 0}

@@ -44,15 +44,11 @@ def test_observations_are_recorded_verbatim_with_no_model_call(deps, org, pool):
     deps._llm = llm
     first = _record(org, deps, "s1", "ran pytest", input="pytest -q", output="3 failed")
     _record(org, deps, "s1", "edited cache.py", files=["src/cache.py"])
-    rows = [
-        r
-        for r in pool.connection()
-        .__enter__()
-        .execute(
+    with pool.connection() as conn:
+        rows = conn.execute(
             "SELECT action, input, output, files FROM loom.observations WHERE org = %s ORDER BY id",
             (org,),
-        )
-    ]
+        ).fetchall()
     assert rows == [("ran pytest", "pytest -q", "3 failed", []),
                     ("edited cache.py", "", "", ["src/cache.py"])]  # fmt: skip
     assert first["observation_id"] > 0

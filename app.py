@@ -85,3 +85,10 @@ def embedding_worker(event: object) -> dict[str, int]:
     from chalicelib.workers.memory_maintenance import embed_missing
 
     return embed_missing(get_deps())
+
+
+@app.schedule(Rate(5, unit=Rate.MINUTES), name="extraction_queue_resend")
+def extraction_queue_resend(event: object) -> int:
+    from chalicelib.workers.extraction_queue import resend_stranded
+
+    return resend_stranded(get_deps())

@@ -167,3 +167,13 @@ def has_pending(
         (org, namespace, principal, user_id, user_id),
     ).fetchone()
     return bool(row and row[0])
+
+
+def stranded(conn: Connection, older_than_seconds: int, limit: int) -> list[str]:
+    """Pending jobs due for a while: their message was lost (or never sent)."""
+    rows = conn.execute(
+        "SELECT queue_id FROM loom.memory_extraction_queue WHERE status = 'pending'"
+        " AND not_before < now() - make_interval(secs => %s) ORDER BY not_before LIMIT %s",
+        (older_than_seconds, limit),
+    ).fetchall()
+    return [r[0] for r in rows]

@@ -126,3 +126,13 @@ def expire_stale_jobs(deps: Deps) -> int:
         for _, org, namespace in expired:
             record_drops(conn, org, namespace, [("extraction_queue", "expired", 1, "")])
     return len(expired)
+
+
+def resend_stranded(deps: Deps) -> int:
+    """Send again the message of jobs due for five minutes and still pending (a send that
+    failed after its row committed, or a message lost): the table is the truth."""
+    with deps.pool.connection() as conn:
+        ids = store.stranded(conn, 300, 500)
+    for queue_id in ids:
+        deps.queue.send(queue_id)
+    return len(ids)

@@ -266,3 +266,19 @@ def test_the_sqs_queue_sends_the_queue_id_only():
         SqsQueue(url, client=sqs).send("q-123", delay_seconds=5000)
         got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MaxNumberOfMessages=10)
     assert [json.loads(m["Body"]) for m in got.get("Messages", [])] in ([], [{"queue_id": "q-123"}])
+
+
+def test_a_job_whose_message_was_lost_is_sent_again(deps, org, queue, pool, client):
+    qid = _defer(local_caller(org), deps, "drift")["queue_id"]
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET not_before = now() - interval '10 minutes'"
+            " WHERE queue_id = %s",
+            (qid,),
+        )
+    queue.sent.clear()
+    event = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    assert client.lambda_.invoke("extraction_queue_resend", event).payload >= 1
+    assert (qid, 0) in queue.sent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -80,15 +81,20 @@ def write_entries(
     session_id: str = "-",
     principal: str = "local",
     value_updates: bool = True,
+    timings: dict[str, float] | None = None,
 ) -> list[Written]:
     """Write entries with a verdict each. An explicit write revises a changed value; an
-    extracted one does so only with `value_updates`, else it is a conflict."""
+    extracted one does so only with `value_updates`, else it is a conflict. `timings` gets
+    the milliseconds of each phase (bulk.checks, bulk.embed, bulk.write)."""
+    clock = _Phases(timings)
     with deps.pool.connection() as conn:
         patterns = store.blacklist_patterns(conn, org, namespace)
     refused = {id(e) for e in entries if _blacklisted(e.value, patterns)}
+    clock.lap("bulk.checks")
     vectors = _embed(
         deps, [e for e in entries if id(e) not in refused and not reads_as_high(e.value)]
     )
+    clock.lap("bulk.embed")
     out: list[Written] = []
     with deps.pool.connection() as conn:
         existing = store.lock_rows(conn, org, namespace, user_id, [e.key for e in entries])
@@ -116,6 +122,7 @@ def write_entries(
                     locked=e.locked,
                     vector=vectors.get(id(e)),
                     embed_model=deps.embedder.name,
+                    withheld=reads_as_high(e.value),
                 )
                 store.write_memory(conn, org, namespace, user_id, w, version, verdict)
                 write_audit(
@@ -131,7 +138,22 @@ def write_entries(
                 store.set_flags(conn, org, namespace, user_id, e.key, e.pinned, e.locked)
             out.append(Written(e.key, version, verdict, _peers(e.key, neighbours)))
             neighbours.append(e.key)
+    clock.lap("bulk.write")
     return out
+
+
+class _Phases:
+    """Milliseconds since the last lap, added to a stage_ms dict (when one is given)."""
+
+    def __init__(self, into: dict[str, float] | None):
+        self.into = into
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.into is not None:
+            self.into[name] = round(self.into.get(name, 0.0) + (now - self.last) * 1000, 2)
+        self.last = now
 
 
 def _verdict(

@@ -120,7 +120,7 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
     """Fill identity fields from the caller and refuse any that reach outside it."""
     fields = spec.input_model.model_fields
     if body.get("namespace") == ME:
-        user = caller.read_user_id or body.get("user_id")
+        user = caller.read_user_id or (body.get("user_id") if "user_id" in fields else None)
         if not isinstance(user, str) or user in ("", "-"):
             raise BadRequestError('namespace "@me" needs a user: a user-pinned token or user_id')
         body["namespace"] = personal_namespace(user)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from chalicelib.errors import UpstreamError
@@ -109,12 +110,22 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
                 indices=[i for i in indices if 0 <= i < len(run.messages)],
                 span=str(raw.get("span") or "")[:1000],
                 about=str(raw.get("about") or "user"),
-                valid_at=run.valid_at,
+                valid_at=_anchor(run, indices),
             )
         )
     if malformed:
         run.drops.append(("loom.llm_extract", "parse", malformed, "fact without subject/value"))
     return facts
+
+
+def _anchor(run: Run, indices: list[int]) -> datetime | None:
+    """A fact is valid from the time of the first turn it cites; else the request's
+    `valid_at` fallback."""
+    for i in indices:
+        if 0 <= i < len(run.messages) and run.messages[i].get("timestamp"):
+            stamp = run.messages[i]["timestamp"]
+            return stamp if isinstance(stamp, datetime) else datetime.fromisoformat(str(stamp))
+    return run.valid_at
 
 
 def _extract(run: Run, segment: list[tuple[int, dict[str, Any]]], system: str) -> None:
@@ -276,4 +287,5 @@ def bulk_write(run: Run) -> None:
         session_id=run.session_id,
         principal=run.caller.principal or "local",
         value_updates=run.live.memory_extract_value_updates,
+        timings=run.stage_ms,
     )

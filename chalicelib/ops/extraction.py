@@ -11,7 +11,13 @@ from pydantic import Field, StringConstraints, field_validator
 
 import chalicelib.extraction.steps  # noqa: F401  (registers the default steps)
 from chalicelib.errors import BadRequestError
-from chalicelib.extraction.pipeline import MAX_STEPS, Run, check_steps, run_pipeline
+from chalicelib.extraction.pipeline import (
+    CODING_SOURCES,
+    MAX_STEPS,
+    Run,
+    check_steps,
+    run_pipeline,
+)
 from chalicelib.extraction.records import extract_record
 from chalicelib.memory_writer import Entry, mint_key, write_entries
 from chalicelib.ops.common import OpInput, OpOutput
@@ -61,8 +67,19 @@ class SetFromMessagesInput(MemoryScoped):
     @field_validator("record_schema")
     @classmethod
     def _schema_is_an_object(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None and not isinstance(value.get("properties"), dict):
+        if value is None:
+            return value
+        props = value.get("properties")
+        if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
             raise ValueError("record_schema must be a JSON schema object with properties")
+        required = value.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise ValueError("record_schema.required must be a list of property names")
+        for name, prop in props.items():
+            kind = prop.get("type", "string")
+            kinds = kind if isinstance(kind, list) else [kind]
+            if not kinds or not all(isinstance(k, str) for k in kinds):
+                raise ValueError(f"record_schema.properties.{name}.type must name JSON types")
         return value
 
 
@@ -119,7 +136,9 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         recalled_keys=inp.recalled_keys,
         session_values=inp.session_values,
         valid_at=inp.valid_at,
-        agent_learnings=live.memory_extract_agent_learnings and inp.agent_learnings is not False,
+        agent_learnings=live.memory_extract_agent_learnings
+        and inp.agent_learnings is not False
+        and not any(t in CODING_SOURCES for t in inp.extra_tags),  # coding captures never
     )
     _store_evidence(run, now)
     stubbed: list[str] = []
@@ -232,7 +251,7 @@ def _forget(run: Run) -> list[str]:
         return []
     keys: set[str] = set()
     with run.deps.pool.connection() as conn:
-        for f in run.forget[:50]:
+        for f in run.forget[-50:]:  # the latest 50 requests
             subject, attribute = str(f.get("subject") or ""), str(f.get("attribute") or "")
             if subject and attribute:
                 keys.add(mint_key(subject, attribute))

@@ -32,6 +32,7 @@ class MemoryWrite:
     locked: bool | None = None
     vector: np.ndarray | None = None
     embed_model: str | None = None
+    withheld: bool = False  # text that reads as high: never embedded (dim -1, not a backlog)
 
 
 def lock_rows(
@@ -110,7 +111,7 @@ def write_memory(
             "valid_at": w.valid_at,
             "obs": w.observation_date,
             "model": w.embed_model if w.vector is not None else None,
-            "dim": 0 if w.vector is None else len(w.vector),
+            "dim": len(w.vector) if w.vector is not None else (-1 if w.withheld else 0),
             "vec": w.vector,
         },
     )

@@ -11,6 +11,7 @@ from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import memories as store
 
 BATCH = 200
+BATCHES_PER_PASS = 25
 EMBED_CHARS = 2048
 _NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _HANDLE = re.compile(r"(?<!\w)@[A-Za-z0-9_]{2,}")
@@ -31,42 +32,39 @@ def entities_of(text: str) -> list[str]:
 
 def extract_entities(deps: Deps) -> dict[str, int]:
     """Fill `entities` on rows written without them (high text included: nothing leaves)."""
+    filled = 0
     if not deps.live().entity_extractor_enabled:
-        return {"filled": 0}
-    with deps.pool.connection() as conn:
-        rows = store.rows_without(conn, "entities", BATCH)
-        store.set_entities(
-            conn,
-            [
-                (r["org"], r["namespace"], r["user_id"], r["key"], entities_of(r["value"]))
-                for r in rows
-            ],
-        )
-    return {"filled": len(rows)}
+        return {"filled": filled}
+    for _ in range(BATCHES_PER_PASS):
+        with deps.pool.connection() as conn:
+            rows = store.rows_without(conn, "entities", BATCH)
+            store.set_entities(conn, [(*_ident(r), entities_of(r["value"])) for r in rows])
+        filled += len(rows)
+        if len(rows) < BATCH:
+            break
+    return {"filled": filled}
 
 
 def embed_missing(deps: Deps) -> dict[str, int]:
-    """Embed rows with no vector (a failed or skipped embed); text that reads as high stays
-    without one."""
+    """Embed rows left without a vector (a failed embed); text that reads as high is
+    withheld at write time and never appears here."""
+    embedded = 0
     if not deps.live().embedding_worker_enabled:
-        return {"embedded": 0}
-    with deps.pool.connection() as conn:
-        rows = [
-            r for r in store.rows_without(conn, "vector", BATCH) if not reads_as_high(r["value"])
-        ]
-    if not rows:
-        return {"embedded": 0}
-    try:
-        vectors = deps.embedder.embed_documents([r["value"][:EMBED_CHARS] for r in rows])
-    except EmbedderError:
-        return {"embedded": 0}
-    with deps.pool.connection() as conn:
-        store.set_vectors(
-            conn,
-            deps.embedder.name,
-            [
-                (r["org"], r["namespace"], r["user_id"], r["key"], v)
-                for r, v in zip(rows, vectors, strict=True)
-            ],
-        )
-    return {"embedded": len(rows)}
+        return {"embedded": embedded}
+    for _ in range(BATCHES_PER_PASS):
+        with deps.pool.connection() as conn:
+            rows = store.rows_without(conn, "vector", BATCH)
+        plain = [r for r in rows if not reads_as_high(r["value"])]
+        if not plain:
+            break
+        try:
+            vectors = deps.embedder.embed_documents([r["value"][:EMBED_CHARS] for r in plain])
+        except EmbedderError:
+            break
+        with deps.pool.connection() as conn:
+            pairs = zip(plain, vectors, strict=True)
+            store.set_vectors(conn, deps.embedder.name, [(*_ident(r), v) for r, v in pairs])
+        embedded += len(plain)
+        if len(rows) < BATCH:
+            break
+    return {"embedded": embedded}

@@ -1,0 +1,187 @@
+"""The extraction pipeline: the default steps in the spec's order, pipeline_steps that reorder,
+skip or name an operator's step, and steps that fail open."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib.extraction import pipeline
+from tests.integration.test_memory_support import (
+    SPEC_STEPS,
+    Mem,
+    evidence_rows,
+    fact,
+    facts_of,
+    keys,
+    memory_rows,
+    reply,
+    scripted,
+    turns,
+    verdicts,
+)
+
+COFFEE = fact("user", "drink", "The user drinks black coffee.")
+SAID = turns(("user", "I only drink black coffee."))
+
+
+@pytest.fixture
+def m(api, deps, org):
+    return Mem.open(api, deps, org)
+
+
+def test_the_default_pipeline_runs_every_step_in_the_spec_order(m, deps):
+    """GIVEN a model that extracts one fact
+    WHEN a transcript is sent without pipeline_steps
+    THEN stage_ms times every default step as step.<id>, in the spec's order, and the fact is
+    written.
+    """
+    scripted(deps, reply(COFFEE))
+
+    out = m.extract_ok(SAID)
+
+    step_keys = [k for k in out["stage_ms"] if k.startswith("step.")]
+    assert step_keys == [f"step.{s}" for s in SPEC_STEPS]
+    assert all(out["stage_ms"][k] >= 0 for k in step_keys)
+    assert verdicts(out) == {"user/drink": "created"}
+    assert out["pipeline_errors"] == []
+
+
+def test_stage_ms_also_times_the_bulk_writes_phases(m, deps):
+    """GIVEN a model that extracts one fact
+    WHEN it is written through memory.bulk_set
+    THEN stage_ms times the write's phases as bulk.<phase> beside the step.<id> timings.
+    """
+    scripted(deps, reply(COFFEE))
+
+    out = m.extract_ok(SAID)
+
+    assert keys(out) == ["user/drink"]
+    assert any(k.startswith("bulk.") for k in out["stage_ms"]), out["stage_ms"]
+
+
+def test_skipping_hash_dedup_writes_a_stored_duplicate_again_as_unchanged(m, deps, pool):
+    """GIVEN a fact already stored by an earlier extraction
+    WHEN the same fact is extracted again with the default pipeline, then with pipeline_steps
+    that leave out loom.hash_dedup
+    THEN the default run drops it (nothing written, a duplicate drop counted) and the run
+    without hash dedup writes it again, with verdict unchanged.
+    """
+    scripted(deps, reply(COFFEE), reply(COFFEE), reply(COFFEE))
+    m.extract_ok(SAID)
+
+    deduped = m.extract_ok(turns(("user", "Black coffee, as always.")))
+    steps = [s for s in SPEC_STEPS if s != "loom.hash_dedup"]
+    again = m.extract_ok(turns(("user", "Black coffee, again.")), pipeline_steps=steps)
+
+    assert deduped["written"] == []
+    assert verdicts(again) == {"user/drink": "unchanged"}
+    assert [k for k in again["stage_ms"] if k.startswith("step.")] == [f"step.{s}" for s in steps]
+
+
+def test_pipeline_steps_reorder_the_steps(m, deps):
+    """GIVEN a fact that restates a key the session was served
+    WHEN the echo drop runs after the extraction (the default), then before it
+    THEN the default run drops the echo, and the reordered run, whose echo drop saw no facts
+    yet, writes it.
+    """
+    scripted(deps, reply(COFFEE), reply(COFFEE))
+    dropped = m.extract_ok(SAID, recalled_keys=["user/drink"])
+    order = ["loom.drop_recall_echoes", "loom.llm_extract", "loom.bulk_write"]
+
+    kept = m.extract_ok(SAID, recalled_keys=["user/drink"], pipeline_steps=order)
+
+    assert dropped["written"] == []
+    assert keys(kept) == ["user/drink"]
+    assert [k for k in kept["stage_ms"] if k.startswith("step.")] == [f"step.{s}" for s in order]
+
+
+def test_an_unknown_step_is_named_in_pipeline_errors_and_the_rest_runs(m, deps):
+    """GIVEN pipeline_steps naming a step no one registered
+    WHEN a transcript is sent
+    THEN it answers 200 with unknown_step:<id> in pipeline_errors, and the known steps still
+    write the fact.
+    """
+    scripted(deps, reply(COFFEE))
+
+    out = m.extract_ok(
+        SAID, pipeline_steps=["loom.llm_extract", "acme.no_such_step", "loom.bulk_write"]
+    )
+
+    assert "unknown_step:acme.no_such_step" in out["pipeline_errors"]
+    assert keys(out) == ["user/drink"]
+
+
+def test_an_http_hook_step_is_refused_before_anything_is_stored(m, deps, pool):
+    """GIVEN pipeline_steps naming an HTTP hook.* step
+    WHEN a transcript is sent
+    THEN it answers 400, calls no model and stores neither evidence nor memory.
+    """
+    llm = scripted(deps, reply(COFFEE))
+
+    status, data = m.extract(
+        SAID, pipeline_steps=["loom.llm_extract", "hook.acme", "loom.bulk_write"]
+    )
+
+    assert status == 400, data
+    assert llm.prompts == []
+    assert evidence_rows(pool, m.org) == [] and memory_rows(pool, m.org) == []
+
+
+@pytest.fixture
+def operator_steps():
+    """Two in-process steps an operator registered: one tags every fact, one raises."""
+
+    def tag_every_fact(run):
+        for f in run.facts:
+            f.tags = sorted({*f.tags, "reviewed:acme"})
+
+    def broken(run):
+        raise RuntimeError("operator step broke")
+
+    pipeline.step("acme.tag")(tag_every_fact)
+    pipeline.step("acme.broken")(broken)
+    yield
+    pipeline.STEPS.pop("acme.tag", None)
+    pipeline.STEPS.pop("acme.broken", None)
+
+
+def test_an_operators_in_process_step_runs_where_named(m, deps, operator_steps):
+    """GIVEN an in-process step an operator registered
+    WHEN pipeline_steps names it between the extraction and the write
+    THEN it runs there: the written fact carries the tag it adds, and it is timed.
+    """
+    scripted(deps, reply(COFFEE))
+
+    out = m.extract_ok(SAID, pipeline_steps=["loom.llm_extract", "acme.tag", "loom.bulk_write"])
+
+    assert "reviewed:acme" in m.get("user/drink")["memory"]["tags"]
+    assert "step.acme.tag" in out["stage_ms"]
+
+
+def test_a_step_that_raises_fails_open_and_is_named(m, deps, operator_steps):
+    """GIVEN an operator's step that raises
+    WHEN it runs in the pipeline before the write
+    THEN it is named in pipeline_errors and the fact is still written.
+    """
+    scripted(deps, reply(COFFEE))
+
+    out = m.extract_ok(SAID, pipeline_steps=["loom.llm_extract", "acme.broken", "loom.bulk_write"])
+
+    assert any(e.startswith("acme.broken") for e in out["pipeline_errors"]), out
+    assert keys(out) == ["user/drink"]
+
+
+def test_a_failing_embedder_fails_fetch_existing_memories_open(m, deps, embedder, pool):
+    """GIVEN an embedder that fails (so the nearest existing memories cannot be fetched)
+    WHEN a transcript is sent with the default pipeline
+    THEN loom.fetch_existing_memories is named in pipeline_errors, and the fact is still written
+    (without a vector).
+    """
+    scripted(deps, reply(COFFEE))
+    embedder.failing = True
+
+    out = m.extract_ok(SAID)
+
+    assert any(e.startswith("loom.fetch_existing_memories") for e in out["pipeline_errors"])
+    assert verdicts(out) == {"user/drink": "created"}
+    assert facts_of(pool, m.org) == {"user/drink": "The user drinks black coffee."}

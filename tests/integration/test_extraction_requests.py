@@ -1,0 +1,198 @@
+"""memory.set_from_messages: request limits, turns stored as evidence first, memory.evidence and
+memory.recall, and the fail-closed extraction call."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib.providers.llm import LLMError
+from tests.integration.test_memory_support import (
+    Mem,
+    evidence_rows,
+    fact,
+    keys,
+    live_setting,
+    memory_rows,
+    reply,
+    scripted,
+    turns,
+)
+
+ONE = turns(("user", "I moved to Lisbon last month, please bill me in EUR."))
+
+
+@pytest.fixture
+def m(api, deps, org):
+    return Mem.open(api, deps, org)
+
+
+def _msgs(n: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"turn {i}"} for i in range(n)]
+
+
+LIMITS = (
+    ("no messages", {"messages": []}),
+    ("401 messages", {"messages": _msgs(401)}),
+    ("21 last_messages", {"last_messages": _msgs(21)}),
+    ("201 recalled_keys", {"recalled_keys": [f"user/k{i}" for i in range(201)]}),
+    ("101 session_values", {"session_values": [f"value {i}" for i in range(101)]}),
+    ("4,097-character instructions", {"extraction_instructions": "x" * 4097}),
+    ("17 pipeline_steps", {"pipeline_steps": ["loom.llm_extract"] * 17}),
+    ("a bad role", {"messages": [{"role": "robot", "content": "hi"}]}),
+    ("a bad observation_date", {"observation_date": "last Tuesday"}),
+    (
+        "a record_schema without properties",
+        {"record_schema": {"type": "object"}, "memory_key": "r/k"},
+    ),
+)
+
+
+@pytest.mark.parametrize(("what", "body"), LIMITS, ids=[w for w, _ in LIMITS])
+def test_a_request_over_a_limit_is_422_and_stores_nothing(m, deps, pool, what, body):
+    """GIVEN a writer token and a model that would answer
+    WHEN memory.set_from_messages goes over one of the spec's limits
+    THEN it answers 422, calls no model, and stores no evidence and no memory.
+    """
+    llm = scripted(deps, reply(fact("user", "home city", "Lisbon")))
+    body = {"messages": ONE, **body}
+
+    status, data = m.post("memory.set_from_messages", **body)
+
+    assert status == 422, (what, data)
+    assert llm.prompts == []
+    assert evidence_rows(pool, m.org) == [] and memory_rows(pool, m.org) == []
+
+
+def test_the_limits_themselves_are_accepted(m, deps):
+    """GIVEN a writer token
+    WHEN a request sits exactly at every limit (400 messages, 20 last_messages, 200
+    recalled_keys, 100 session_values, 4,096-character instructions, 16 steps)
+    THEN it answers 200 and stores each of the 400 turns.
+    """
+    out = m.extract_ok(
+        _msgs(400),
+        last_messages=_msgs(20),
+        recalled_keys=[f"user/k{i}" for i in range(200)],
+        session_values=[f"value {i}" for i in range(100)],
+        extraction_instructions="x" * 4096,
+        pipeline_steps=["loom.fetch_namespace_categories"] * 16,
+    )
+
+    assert len(out["evidence_ids"]) == 400
+
+
+def test_turns_are_stored_as_evidence_and_recalled_by_text_time_and_role(m, pool):
+    """GIVEN the stock fake model, which extracts nothing
+    WHEN a transcript with timestamps is sent
+    THEN nothing is written as a fact, yet every turn is stored as evidence, and memory.recall
+    finds them by text (case-blind), by time window and by role.
+    """
+    messages = [
+        {
+            "role": "user",
+            "content": "We fly to Reykjavik in May.",
+            "timestamp": "2024-01-10T09:00:00Z",
+        },
+        {
+            "role": "assistant",
+            "content": "Noted: Reykjavik trip.",
+            "timestamp": "2024-01-10T09:00:05Z",
+        },
+        {
+            "role": "user",
+            "content": "Book the hotel near the harbour.",
+            "timestamp": "2024-02-20T10:00:00Z",
+        },
+    ]
+
+    out = m.extract_ok(messages, session_id="s1", user_id="u1")
+
+    assert out["written"] == []
+    assert len(out["evidence_ids"]) == 3
+    assert [r["content"] for r in evidence_rows(pool, m.org)] == [x["content"] for x in messages]
+
+    def recall(**kw):
+        data = m.ok("memory.recall", as_="viewer", **kw)
+        return [t["content"] for t in data["turns"]]
+
+    assert recall(query="reykjavik") == [messages[1]["content"], messages[0]["content"]]
+    assert recall(since="2024-02-01T00:00:00Z") == [messages[2]["content"]]
+    assert recall(until="2024-02-01T00:00:00Z", role="user") == [messages[0]["content"]]
+    assert recall(role="assistant") == [messages[1]["content"]]
+    turn = m.ok("memory.recall", as_="viewer", query="harbour")["turns"][0]
+    assert (turn["user_id"], turn["session_id"], turn["agent"]) == ("u1", "s1", "a1")
+
+
+def test_memory_evidence_serves_a_facts_source_turn_with_its_span(m, deps):
+    """GIVEN an extraction whose fact cites the second turn with a supporting span
+    WHEN memory.evidence is asked for the fact's key
+    THEN it returns that turn (role, content, session) and the span, at the row's version.
+    """
+    messages = turns(
+        ("assistant", "Hi! How can I help?"),
+        ("user", "I moved to Lisbon last month, please bill me in EUR."),
+    )
+    scripted(
+        deps,
+        reply(
+            fact(
+                "user",
+                "billing currency",
+                "The user is billed in EUR.",
+                indices=[1],
+                span="please bill me in EUR",
+            )
+        ),
+    )
+
+    out = m.extract_ok(messages, session_id="s7")
+    ev = m.ok("memory.evidence", as_="viewer", key="user/billing_currency")
+
+    assert keys(out) == ["user/billing_currency"]
+    (turn,) = ev["turns"]
+    assert (turn["role"], turn["content"]) == ("user", messages[1]["content"])
+    assert (turn["span"], turn["version"], turn["session_id"]) == ("please bill me in EUR", 1, "s7")
+    assert turn["evidence_id"] == out["evidence_ids"][1]
+
+
+FAILURES = (
+    ("the model raises", LLMError("model call failed: upstream 500")),
+    ("the client breaks", RuntimeError("connection reset")),
+    ("prose instead of JSON", "Sure! The user lives in Lisbon."),
+    ("JSON that is not an object", '["Lisbon"]'),
+)
+
+
+@pytest.mark.parametrize(("what", "answer"), FAILURES, ids=[w for w, _ in FAILURES])
+def test_a_failed_extraction_call_is_502_and_writes_no_memory(m, deps, pool, what, answer):
+    """GIVEN a model whose extraction call fails or answers something that is not a JSON object
+    WHEN a transcript is sent
+    THEN it answers 502 EXTRACTION_FAILED and writes no memory (no fact, chunk or digest), while
+    the turns were still stored as evidence and memory.recall finds them.
+    """
+    scripted(deps, answer)
+
+    status, data = m.extract(ONE)
+
+    assert status == 502, data
+    assert data["error"]["code"] == "EXTRACTION_FAILED"
+    assert memory_rows(pool, m.org) == []
+    assert [r["content"] for r in evidence_rows(pool, m.org)] == [ONE[0]["content"]]
+    found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
+    assert [t["content"] for t in found] == [ONE[0]["content"]]
+
+
+def test_a_failure_in_a_later_segment_writes_nothing_from_the_earlier_ones(m, deps, pool):
+    """GIVEN a transcript long enough to be cut into segments, and a model that answers the
+    first segment with a fact and fails on the second
+    WHEN the transcript is sent
+    THEN it answers 502 EXTRACTION_FAILED and the first segment's fact is not written.
+    """
+    messages = [{"role": "user", "content": f"Paragraph {i}: " + "words " * 80} for i in range(6)]
+    scripted(deps, reply(fact("user", "hobby", "The user writes long paragraphs.")), LLMError("x"))
+
+    with live_setting(pool, memory_extract_size_segment_chars="1000"):
+        status, data = m.extract(messages)
+
+    assert status == 502 and data["error"]["code"] == "EXTRACTION_FAILED", data
+    assert memory_rows(pool, m.org) == []

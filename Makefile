@@ -4,7 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench install clean
+# Lambda packaging runs under Python 3.12 (wheels for newer glibc are taken); pyenv's build is
+# found where pyenv keeps it, or set PY312=/path/to/python3.12.
+PY312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12 /usr/local/bin/python3.12))
+PKG_VENV := .venv-package
+STAGE ?= dev
+
+.PHONY: run test lint bench install clean package
 
 $(STAMP): requirements.txt requirements-local.txt requirements-dev.txt requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,5 +36,14 @@ test: $(STAMP) lint
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
+package:
+	@test -n "$(PY312)" || { echo "make package needs Python 3.12: install it (pyenv install 3.12) or set PY312=/path/to/python3.12"; exit 1; }
+	@test -x $(PKG_VENV)/bin/python || $(PY312) -m venv $(PKG_VENV)
+	@$(PKG_VENV)/bin/python -m pip install --quiet -r requirements.txt cfn-lint==1.58.0
+	rm -rf build/$(STAGE)
+	AWS_DEFAULT_REGION=us-east-1 LOOM_EXTRACTION_QUEUE_NAME=loom-extraction-$(STAGE) $(PKG_VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/$(STAGE)
+	$(PKG_VENV)/bin/python infra/precompile.py build/$(STAGE)/deployment.zip
+	$(PKG_VENV)/bin/python infra/package_check.py build/$(STAGE) $(PKG_VENV)/bin/python
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PKG_VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -18,6 +18,9 @@ BOOT_ONLY = frozenset(
         "database_url",
         "migrate_on_start",
         "database_prepare",
+        "database_secret_arn",
+        "database_host",
+        "llm_api_key_secret_arn",
         "llm_provider",
         "llm_model",
         "llm_base_url",
@@ -48,6 +51,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     migrate_on_start: bool = True
     database_prepare: bool = True  # false behind RDS Proxy or a transaction pooler
+    database_secret_arn: str | None = None  # the cloud: credentials from Secrets Manager
+    database_host: str | None = None  # with the secret: the RDS Proxy endpoint
+    llm_api_key_secret_arn: str | None = None
     pool_max_size: int = Field(default=8, ge=1, le=100)
     settings_refresh_seconds: float = Field(default=5.0, ge=0)
 

@@ -52,9 +52,14 @@ class Deps:
         self._live_read_at = 0.0
 
     def database_url(self) -> str:
-        """The configured database, or the embedded one started in LOOM_DATA_DIR."""
+        """The configured database (a URL, or a Secrets Manager secret in the cloud), or the
+        embedded one started in LOOM_DATA_DIR."""
         if self.settings.database_url:
             return self.settings.database_url
+        if self.settings.database_secret_arn:
+            from chalicelib.secrets import database_url
+
+            return database_url(self.settings.database_secret_arn, self.settings.database_host)
         from chalicelib.store.embedded import start_embedded
 
         return start_embedded(self.settings.data_dir)
@@ -82,8 +87,17 @@ class Deps:
             if self._embedder is None:
                 from chalicelib.providers.embedder import build_embedder
 
-                self._embedder = build_embedder(self.settings)
+                self._embedder = build_embedder(self._with_secret_key("embed_api_key"))
             return self._embedder
+
+    def _with_secret_key(self, field: str) -> Settings:
+        """The settings with a provider key read from Secrets Manager when one is named."""
+        if not self.settings.llm_api_key_secret_arn or getattr(self.settings, field):
+            return self.settings
+        from chalicelib.secrets import api_key
+
+        key = api_key(self.settings.llm_api_key_secret_arn)
+        return self.settings.model_copy(update={field: key})
 
     @property
     def llm(self) -> LLM:
@@ -91,7 +105,7 @@ class Deps:
             if self._llm is None:
                 from chalicelib.providers.llm import build_llm
 
-                self._llm = build_llm(self.settings)
+                self._llm = build_llm(self._with_secret_key("llm_api_key"))
             return self._llm
 
     def live(self) -> Settings:

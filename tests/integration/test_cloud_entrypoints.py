@@ -1,0 +1,107 @@
+"""The cloud's moving parts offline: the SQS adapter against moto, and every Lambda
+entrypoint invoked through Chalice's test client with the event shape AWS sends."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from chalicelib.auth import local_caller
+from chalicelib.providers.queue import SqsQueue
+from chalicelib.registry import call
+
+SCHEDULED = (
+    "conversation_retention",
+    "conversation_titler",
+    "extraction_queue_expiry",
+    "extraction_queue_resend",
+    "observe_extract",
+    "entity_extractor",
+    "embedding_worker",
+)
+
+
+@pytest.fixture
+def sqs():
+    with mock_aws():
+        client = boto3.client("sqs", region_name="us-east-1")
+        dlq = client.create_queue(QueueName="loom-extraction-dlq")["QueueUrl"]
+        dlq_arn = client.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        url = client.create_queue(
+            QueueName="loom-extraction",
+            Attributes={
+                "VisibilityTimeout": "1",
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}),
+            },
+        )["QueueUrl"]
+        yield client, url, dlq
+
+
+def test_a_deferred_request_is_sent_to_sqs_only_after_its_row_committed(sqs, deps, org, pool):
+    """GIVEN the SQS adapter on moto's queue WHEN a request is deferred THEN at the moment
+    of sending, another connection already sees the committed job row, and the message
+    carries only its queue_id."""
+    client, url, _ = sqs
+    seen_at_send = []
+
+    class Watching:
+        def send_message(self, **kw):
+            queue_id = json.loads(kw["MessageBody"])["queue_id"]
+            with pool.connection() as conn:
+                seen_at_send.append(
+                    conn.execute(
+                        "SELECT count(*) FROM loom.memory_extraction_queue WHERE queue_id = %s",
+                        (queue_id,),
+                    ).fetchone()[0]
+                )
+            return client.send_message(**kw)
+
+    deps._queue = SqsQueue(url, client=Watching())
+    body = {"namespace": "c", "agent": "a", "messages": [{"role": "user", "content": "hi"}]}
+    out = call("memory.set_from_messages", {**body, "defer": True}, local_caller(org), deps).body
+    got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert seen_at_send == [1]
+    assert [json.loads(m["Body"]) for m in got] == [{"queue_id": out["queue_id"]}]
+
+
+def test_an_unacknowledged_message_returns_after_its_visibility_timeout(sqs):
+    client, url, _ = sqs
+    SqsQueue(url, client=client).send("q-1")
+    first = client.receive_message(QueueUrl=url)["Messages"]
+    assert client.receive_message(QueueUrl=url).get("Messages", []) == []  # invisible
+    time.sleep(1.2)
+    again = client.receive_message(QueueUrl=url)["Messages"]
+    assert again[0]["Body"] == first[0]["Body"]
+
+
+def test_a_message_received_five_times_moves_to_the_dead_letter_queue(sqs):
+    client, url, dlq = sqs
+    SqsQueue(url, client=client).send("q-poison")
+    for _ in range(5):
+        assert client.receive_message(QueueUrl=url, VisibilityTimeout=0).get("Messages")
+    assert client.receive_message(QueueUrl=url).get("Messages", []) == []
+    dead = client.receive_message(QueueUrl=dlq)["Messages"]
+    assert json.loads(dead[0]["Body"]) == {"queue_id": "q-poison"}
+
+
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_every_scheduled_entrypoint_runs_on_a_scheduled_event(client, name):
+    event = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    result = client.lambda_.invoke(name, event)
+    assert result.payload is not None
+
+
+def test_the_api_entrypoint_answers_an_api_gateway_request(client):
+    resp = client.http.post(
+        "/v1/system.whoami", headers={"Content-Type": "application/json"}, body="{}"
+    )
+    assert resp.status_code == 401  # the test stage runs with tokens
+    assert json.loads(resp.body)["error"]["code"] == "unauthorized"

@@ -105,3 +105,39 @@ def test_the_api_entrypoint_answers_an_api_gateway_request(client):
     )
     assert resp.status_code == 401  # the test stage runs with tokens
     assert json.loads(resp.body)["error"]["code"] == "unauthorized"
+
+
+def test_database_and_model_credentials_come_from_secrets_manager(monkeypatch):
+    """GIVEN the cloud's secrets in (moto's) Secrets Manager WHEN Deps resolves the database
+    and the model key THEN the URL points at the proxy with TLS and the key is the secret's."""
+    from chalicelib.deps import Deps
+    from tests.conftest import make_settings
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        sm = boto3.client("secretsmanager", region_name="us-east-1")
+        db = sm.create_secret(
+            Name="loom-db",
+            SecretString=json.dumps(
+                {
+                    "username": "loom",
+                    "password": "p@ss/word",
+                    "host": "cluster.internal",
+                    "port": 5432,
+                    "dbname": "loom",
+                }
+            ),  # fmt: skip
+        )["ARN"]
+        key = sm.create_secret(Name="loom-openai", SecretString="sk-test-123")["ARN"]
+        deps = Deps(
+            make_settings(
+                database_secret_arn=db,
+                database_host="proxy.internal",
+                llm_api_key_secret_arn=key,
+                llm_provider="openai",
+            )
+        )
+        url = deps.database_url()
+        llm = deps.llm
+    assert url == "postgresql://loom:p%40ss%2Fword@proxy.internal:5432/loom?sslmode=require"
+    assert llm._api_key == "sk-test-123"

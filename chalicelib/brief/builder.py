@@ -19,8 +19,9 @@ def _clip(text: str) -> str:
 def build(stored: BriefSections, events: list[BriefEvent]) -> BriefSections:
     """A revision read straight off the events."""
     users = [e.text for e in events if e.kind == "user" and e.text.strip()]
-    latest = [
-        e.text for e in events if e.kind in ("assistant", "summary", "note") and e.text.strip()
+    # Status: what the assistant last said, else the last note (never the client's summary).
+    latest = [e.text for e in events if e.kind == "assistant" and e.text.strip()] or [
+        e.text for e in events if e.kind == "note" and e.text.strip()
     ]
     files = [f for e in events if e.kind in ("edit", "read") for f in e.files]
     errors = [e.text for e in events if e.kind == "error" and e.text.strip()]

@@ -21,13 +21,35 @@ _BODY_TYPES = [
 def _respond(answer: web.Answer) -> Response:
     status, body, headers = answer
     return Response(
-        body=body, status_code=status, headers={"Content-Type": "application/json", **headers}
+        body=body if body is not None else "",
+        status_code=status,
+        headers={"Content-Type": "application/json", **headers},
     )
 
 
 @app.route("/healthz", methods=["GET"])
 def healthz() -> Response:
     return _respond(web.health(get_deps()))
+
+
+@app.route("/openapi.json", methods=["GET"])
+def openapi_json() -> Response:
+    from chalicelib.openapi import openapi_document
+
+    return _respond((200, openapi_document(), {}))
+
+
+@app.route("/mcp", methods=["POST"], content_types=_BODY_TYPES)
+def mcp_endpoint() -> Response:
+    request = app.current_request
+    return _respond(
+        web.handle_mcp(request.raw_body, request.query_params or {}, request.headers, get_deps())
+    )
+
+
+@app.route("/mcp", methods=["GET", "DELETE"])
+def mcp_no_stream() -> Response:
+    return Response(body="", status_code=405, headers={"Allow": "POST"})
 
 
 @app.route("/v1/{op_name}", methods=["POST"], content_types=_BODY_TYPES)

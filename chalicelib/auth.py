@@ -41,6 +41,7 @@ class Caller:
     read_scope: ReadScope = "namespace"
     read_user_id: str | None = None
     principal: str | None = None  # kind:subject of a token; None with auth off
+    any_org: bool = False  # the single user of a LOOM_AUTH=off install may name any org
 
     @property
     def bounded(self) -> bool:
@@ -50,7 +51,7 @@ class Caller:
 
 def local_caller(org: str) -> Caller:
     """The single user of a server running with LOOM_AUTH=off."""
-    return Caller(org=org, role="org_admin")
+    return Caller(org=org, role="org_admin", any_org=True)
 
 
 def hash_token(token: str) -> str:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from chalicelib.deps import Deps
 
 OpKind = Literal["read", "write", "idempotent"]
-McpListing = Literal["core", "all", "none"]  # core listing, ?toolset=all only, or not listed
+# core: the default listing (and ?toolset=all); all: ?toolset=all only; unlisted: in neither,
+# callable through loom_op; hidden: not callable over MCP at all.
+McpListing = Literal["core", "all", "unlisted", "hidden"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,16 @@ def op(
     return register
 
 
+def output_schema(spec: OpSpec, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+    """The JSON schema of an op's answer, `ignored_args` included (every answer carries it)."""
+    schema = spec.output_model.model_json_schema(ref_template=ref_template)
+    schema.setdefault("properties", {})["ignored_args"] = {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    return schema
+
+
 def registered() -> dict[str, OpSpec]:
     """Every op, with the plane modules imported so their decorators have run."""
     import chalicelib.ops  # noqa: F401
@@ -127,7 +139,7 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
     if "org" in fields:
         if body.get("org") in (None, ""):
             body["org"] = caller.org
-        elif body["org"] != caller.org:
+        elif body["org"] != caller.org and not caller.any_org:
             raise ForbiddenError(f"this token belongs to org {caller.org!r}")
     if "namespace" in fields and caller.namespace is not None:
         if body.get("namespace") in (None, ""):

@@ -11,7 +11,7 @@ from chalicelib.errors import LoomError
 from chalicelib.observability import logger
 from chalicelib.registry import call, parse_body
 
-Answer = tuple[int, dict[str, Any], dict[str, str]]
+Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
 IGNORED_HEADER = "X-Loom-Ignored-Args"
 
 
@@ -45,3 +45,23 @@ def health(deps: Deps) -> Answer:
     if ready:
         return 200, {"status": "ok"}, {}
     return 503, {"error": {"code": "unavailable", "message": "database not ready"}}, {}
+
+
+def handle_mcp(
+    raw_body: bytes | str | None,
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
+    deps: Deps,
+) -> Answer:
+    """POST /mcp: one JSON-RPC message, answered as JSON (no server-sent events)."""
+    from chalicelib import mcp
+
+    try:
+        caller = resolve_caller(headers, deps)
+        return mcp.handle(raw_body, query, headers, caller, deps)
+    except LoomError as exc:
+        return exc.status, exc.to_body(), {}
+    except Exception:
+        logger.exception("unhandled MCP error")
+        body = {"error": {"code": "internal", "message": "internal error; see the server log"}}
+        return 500, body, {}

@@ -104,7 +104,7 @@ def _prompt(w: Window, prompt_chars: int) -> str:
     role="writer",
     kind="idempotent",
     audited=True,
-    mcp="none",
+    mcp="unlisted",
 )
 def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     """Summarise the oldest turns before the last `keep_recent` into one embedded system turn

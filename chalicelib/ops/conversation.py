@@ -62,7 +62,7 @@ class SetLoggingOutput(OpOutput):
     role="admin",
     kind="idempotent",
     audited=True,
-    mcp="none",
+    mcp="unlisted",
 )
 def set_logging(inp: SetLoggingInput, ctx: OpContext) -> SetLoggingOutput:
     """Switch transcript recording for one namespace (off until an admin turns it on)."""
@@ -134,7 +134,7 @@ class CreateOutput(OpOutput):
     created_at: datetime
 
 
-@op("conversation.create", role="writer", kind="idempotent", mcp="none")
+@op("conversation.create", role="writer", kind="idempotent", mcp="unlisted")
 def create(inp: CreateInput, ctx: OpContext) -> CreateOutput:
     """Open (or re-open) a thread row: title, metadata and run_id up front."""
     with ctx.deps.pool.connection() as conn:
@@ -168,7 +168,7 @@ class UpdateOutput(OpOutput):
     updated_at: datetime | None
 
 
-@op("conversation.update", role="writer", kind="idempotent", mcp="none")
+@op("conversation.update", role="writer", kind="idempotent", mcp="unlisted")
 def update(inp: UpdateInput, ctx: OpContext) -> UpdateOutput:
     """Change a thread's title, metadata (replaced whole) or run_id ("" detaches it)."""
     run_id = None if inp.run_id in (None, "-") else (inp.run_id or "-")
@@ -229,7 +229,7 @@ class GetOutput(OpOutput):
     next_cursor: str | None
 
 
-@op("conversation.get", role="viewer", kind="read", mcp="none")
+@op("conversation.get", role="viewer", kind="read", mcp="unlisted")
 def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     """One thread's metadata, and a page of its turns when asked."""
     agent = _any_agent(inp.agent)
@@ -282,7 +282,7 @@ class ListOutput(OpOutput):
     next_cursor: str | None
 
 
-@op("conversation.list", role="viewer", kind="read", mcp="none")
+@op("conversation.list", role="viewer", kind="read", mcp="unlisted")
 def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
     """A thread's turns, oldest first, by keyset cursor: no turn skipped or repeated."""
     after = None
@@ -375,7 +375,7 @@ class DeleteOutput(OpOutput):
     total: int
 
 
-@op("conversation.delete", role="admin", kind="idempotent", audited=True, mcp="none")
+@op("conversation.delete", role="admin", kind="idempotent", audited=True, mcp="unlisted")
 def delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:
     """Tombstone a thread; an embedding another agent's live copy holds passes to that copy."""
     if inp.confirm_thread_id != inp.thread_id:
@@ -423,7 +423,7 @@ class SearchOutput(OpOutput):
     namespaces_skipped: list[str]
 
 
-@op("conversation.search", role="viewer", kind="read", mcp="none")
+@op("conversation.search", role="viewer", kind="read", mcp="hidden")
 def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     """Rank embedded turns over the floor; substring match when the embedder is down."""
     namespaces, skipped = fan_out(ctx, inp.org, inp.namespace, inp.namespace_scope)

@@ -43,7 +43,7 @@ class PolicyOutput(OpOutput):
     namespace_policies: list[str] = []
 
 
-@op("extraction_policy.set", role="org_admin", kind="idempotent", audited=True, mcp="none")
+@op("extraction_policy.set", role="org_admin", kind="idempotent", audited=True, mcp="unlisted")
 def policy_set(inp: SetInput, ctx: OpContext) -> PolicyOutput:
     """Set the org's policy or a namespace's addition to it."""
     target = inp.target()
@@ -65,7 +65,7 @@ class GetInput(ScopeInput):
     pass
 
 
-@op("extraction_policy.get", role="org_admin", kind="read", mcp="none")
+@op("extraction_policy.get", role="org_admin", kind="read", mcp="unlisted")
 def policy_get(inp: GetInput, ctx: OpContext) -> PolicyOutput:
     """A scope's policy and the effective text its extractions run under."""
     return _describe(inp, ctx)
@@ -77,7 +77,7 @@ class ClearOutput(OpOutput):
     cleared: bool
 
 
-@op("extraction_policy.clear", role="org_admin", kind="idempotent", audited=True, mcp="none")
+@op("extraction_policy.clear", role="org_admin", kind="idempotent", audited=True, mcp="unlisted")
 def policy_clear(inp: GetInput, ctx: OpContext) -> ClearOutput:
     """Remove one scope's policy (clearing a namespace's leaves the org's in force)."""
     target = inp.target()

@@ -40,7 +40,7 @@ class StatusOutput(OpOutput):
     batches: list[Batch]
 
 
-@op("memory.extraction_status", role="viewer", kind="read", mcp="none", scopes=USER_SCOPES)
+@op("memory.extraction_status", role="viewer", kind="read", mcp="hidden", scopes=USER_SCOPES)
 def extraction_status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
     """The namespace's deferred batches by id or status; a user-bounded token sees its user's."""
     with read_connection(ctx.deps.pool) as conn:

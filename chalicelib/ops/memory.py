@@ -350,7 +350,7 @@ class BlacklistOutput(OpOutput):
     listed: bool
 
 
-@op("memory.blacklist", role="admin", kind="idempotent", audited=True, mcp="none")
+@op("memory.blacklist", role="admin", kind="idempotent", audited=True, mcp="unlisted")
 def memory_blacklist(inp: BlacklistInput, ctx: OpContext) -> BlacklistOutput:
     """Add (or with remove=true, drop) a pattern no memory write may match (a regular
     expression, case-blind; one that does not compile matches as plain text)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -62,7 +64,13 @@ class SaveOutput(OpOutput):
     ts: datetime
 
 
-@op("conversation.save_message", role="writer", kind="idempotent", mcp="none", scopes=USER_SCOPES)
+@op(
+    "conversation.save_message",
+    role="writer",
+    kind="idempotent",
+    mcp="unlisted",
+    scopes=USER_SCOPES,
+)
 def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     """Flag one message saved for its user (storing it if the transcript does not hold it),
     and make sure it has a vector; retrying repairs whatever an earlier call left undone."""
@@ -168,7 +176,13 @@ class UnsaveOutput(OpOutput):
     ts: datetime
 
 
-@op("conversation.unsave_message", role="writer", kind="idempotent", mcp="none", scopes=USER_SCOPES)
+@op(
+    "conversation.unsave_message",
+    role="writer",
+    kind="idempotent",
+    mcp="unlisted",
+    scopes=USER_SCOPES,
+)
 def unsave_message(inp: UnsaveInput, ctx: OpContext) -> UnsaveOutput:
     """Withdraw a saved message: the flag goes; the turn goes too where the namespace does not
     record, since it existed only because of the save. Never says who else saved it."""
@@ -226,7 +240,13 @@ class ListSavedOutput(OpOutput):
     next_cursor: str | None
 
 
-@op("conversation.list_saved_messages", role="viewer", kind="read", mcp="none", scopes=USER_SCOPES)
+@op(
+    "conversation.list_saved_messages",
+    role="viewer",
+    kind="read",
+    mcp="unlisted",
+    scopes=USER_SCOPES,
+)
 def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
     """One user's saved messages, most recently saved first; `ts` is when it was saved."""
     wanted = _check_fields(inp.fields)
@@ -267,7 +287,7 @@ class SavedStatusOutput(OpOutput):
     saved: list[str]
 
 
-@op("conversation.saved_status", role="viewer", kind="read", mcp="none", scopes=USER_SCOPES)
+@op("conversation.saved_status", role="viewer", kind="read", mcp="unlisted", scopes=USER_SCOPES)
 def saved_status(inp: SavedStatusInput, ctx: OpContext) -> SavedStatusOutput:
     """Which of these messages this user has saved, in the order asked."""
     with read_connection(ctx.deps.pool) as conn:
@@ -298,7 +318,7 @@ class SearchSavedOutput(OpOutput):
     "conversation.search_saved_messages",
     role="viewer",
     kind="read",
-    mcp="none",
+    mcp="unlisted",
     scopes=USER_SCOPES,
 )
 def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedOutput:
@@ -312,26 +332,37 @@ def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedO
         "thread_id": inp.conversation_id,
         "role": inp.role,
     }
-    vector_rows: list[dict[str, Any]] = []
-    lexical_rows: list[dict[str, Any]] = []
-    query_vec = None
-    if inp.search_mode != "lexical":
+    pool = ctx.deps.pool
+
+    def vector() -> list[dict[str, Any]]:
+        if inp.search_mode == "lexical":
+            return []
         try:
             query_vec = ctx.deps.embedder.embed_query(inp.query)
         except EmbedderError:
-            query_vec = None  # fail open: the lexical leg still answers
-    with read_connection(ctx.deps.pool) as conn:
-        if query_vec is not None:
-            vector_rows = vector_leg(
-                conn,
-                **scope,
-                model=ctx.deps.embedder.name,
-                query_vec=query_vec,
-                depth=LEG_DEPTH,
+            return []  # fail open: the lexical leg still answers
+        with read_connection(pool) as conn:
+            return vector_leg(
+                conn, **scope, model=ctx.deps.embedder.name, query_vec=query_vec, depth=LEG_DEPTH
             )
-        if inp.search_mode != "semantic":
-            lexical_rows = lexical_leg(conn, **scope, query=inp.query, depth=LEG_DEPTH)
+
+    def lexical() -> list[dict[str, Any]]:
+        if inp.search_mode == "semantic":
+            return []
+        with read_connection(pool) as conn:
+            return lexical_leg(conn, **scope, query=inp.query, depth=LEG_DEPTH)
+
+    # The legs run side by side on two pooled connections (one after the other on a pool of
+    # one, as in Lambda).
+    lexical_future = _leg_runner().submit(lexical)
+    vector_rows = vector()
+    lexical_rows = lexical_future.result()
     return SearchSavedOutput(hits=_fuse(inp, vector_rows, lexical_rows, shown))
+
+
+@functools.cache
+def _leg_runner() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="loom-legs")
 
 
 def _fuse(

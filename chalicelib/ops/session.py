@@ -139,7 +139,7 @@ class SaveOutput(OpOutput):
     role="writer",
     kind="idempotent",
     audited=True,
-    mcp="none",
+    mcp="unlisted",
     scopes=ALL_SCOPES,
 )
 def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
@@ -335,7 +335,7 @@ class GetOutput(OpOutput):
     deleted: bool = False
 
 
-@op("session.brief_get", role="viewer", kind="read", mcp="none", scopes=ALL_SCOPES)
+@op("session.brief_get", role="viewer", kind="read", mcp="unlisted", scopes=ALL_SCOPES)
 def brief_get(inp: GetInput, ctx: OpContext) -> GetOutput:
     """Load a brief by key, else the newest a session contributed to, else a project's newest."""
     caller = ctx.caller
@@ -427,7 +427,7 @@ def _age(seconds: int) -> str:
     return f"{seconds}s ago"
 
 
-@op("session.brief_list", role="viewer", kind="read", mcp="none", scopes=ALL_SCOPES)
+@op("session.brief_list", role="viewer", kind="read", mcp="unlisted", scopes=ALL_SCOPES)
 def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
     """The namespace's live briefs, newest first, one line each."""
     caller = ctx.caller
@@ -479,7 +479,7 @@ class DeleteOutput(OpOutput):
     role="writer",
     kind="idempotent",
     audited=True,
-    mcp="none",
+    mcp="unlisted",
     scopes=ALL_SCOPES,
 )
 def brief_delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:

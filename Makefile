@@ -17,7 +17,7 @@ $(STAMP): requirements.txt requirements-local.txt requirements-dev.txt requireme
 	@echo "Installing dependencies into $(VENV) (first run only)..."
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c requirements.lock
-	@$(BIN)/python -m pip install --quiet --no-deps -e .
+	@$(BIN)/python -m pip install --quiet --no-deps -e . -e ./sdk
 	@touch $(STAMP)
 
 install: $(STAMP)

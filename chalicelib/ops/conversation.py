@@ -405,7 +405,7 @@ class SearchInput(AgentScoped):
     namespace_scope: Literal["this", "all_mine"] = "all_mine"
 
 
-class SearchHit(OpOutput):
+class ConversationHit(OpOutput):
     msg_id: str
     thread_id: str
     role: str
@@ -419,7 +419,7 @@ class SearchHit(OpOutput):
 
 
 class SearchOutput(OpOutput):
-    hits: list[SearchHit]
+    hits: list[ConversationHit]
     namespaces_skipped: list[str]
 
 
@@ -437,4 +437,4 @@ def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
         user_id=None if inp.user_id in (None, "-") else inp.user_id,
     )
     hits = search_turns(ctx, filt, inp.query, inp.top_k)
-    return SearchOutput(hits=[SearchHit(**h) for h in hits], namespaces_skipped=skipped)
+    return SearchOutput(hits=[ConversationHit(**h) for h in hits], namespaces_skipped=skipped)

@@ -66,6 +66,10 @@ class WrittenOut(OpOutput):
     version: int
     conflict_verdict: str
     peers: list[str]
+    memory_key: str = ""  # the same key, under the name the SDK examples read
+
+    def model_post_init(self, __context: Any) -> None:
+        self.memory_key = self.memory_key or self.key
 
 
 class MemoryScoped(AgentScoped):
@@ -187,7 +191,7 @@ class SearchInput(AgentScoped):
     include_chunks: bool = True
 
 
-class SearchHit(OpOutput):
+class MemoryHit(OpOutput):
     key: str
     value: str
     score: float
@@ -198,7 +202,7 @@ class SearchHit(OpOutput):
 
 
 class SearchOutput(OpOutput):
-    hits: list[SearchHit]
+    hits: list[MemoryHit]
     pending_extraction: bool = False  # the caller's deferred batches have not all run yet
 
 
@@ -244,7 +248,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     for ident, score in rrf(legs)[: inp.top_k]:
         r = rows[ident]  # type: ignore[index]
         hits.append(
-            SearchHit(
+            MemoryHit(
                 key=r["key"],
                 value=r["value"],
                 score=score,

@@ -1,0 +1,486 @@
+"""Loom's typed results, generated from its OpenAPI document by
+`python -m chalicelib.sdk_codegen`: do not edit."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+
+class Batch(TypedDict, total=False):
+    queue_id: str
+    status: str
+    attempts: int
+    sizes: dict[str, Any]
+    last_error: str
+    held_reason: str
+    created_at: str
+    updated_at: str
+
+
+class BriefSections(TypedDict, total=False):
+    goal: str
+    status: str
+    decisions: list[str]
+    dead_ends: list[str]
+    done: list[str]
+    open_questions: list[str]
+    next_steps: list[str]
+    key_files: list[str]
+    constraints: list[str]
+    pointers: list[str]
+
+
+class ConversationAppendResult(TypedDict, total=False):
+    msg_id: str
+    ts: str
+    stored: bool
+    reason: Literal["", "duplicate", "logging_disabled", "deleted"]
+    ignored_args: list[str]
+
+
+class ConversationCompactResult(TypedDict, total=False):
+    compacted: bool
+    messages_summarized: int
+    summary_msg_id: str
+    tokens_in: int
+    tokens_out: int
+    reason: str
+    ignored_args: list[str]
+
+
+class ConversationCreateResult(TypedDict, total=False):
+    thread_id: str
+    created_at: str
+    ignored_args: list[str]
+
+
+class ConversationDeleteResult(TypedDict, total=False):
+    tombstoned_at: str
+    thread_id: str
+    rows_affected: dict[str, int]
+    total: int
+    ignored_args: list[str]
+
+
+class ConversationGetResult(TypedDict, total=False):
+    found: bool
+    thread_id: str
+    title: str
+    metadata: dict[str, Any]
+    run_id: str
+    user_id: str
+    agent: str
+    created_at: str | None
+    updated_at: str | None
+    msg_count: int
+    messages: list[TurnOut]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class ConversationHit(TypedDict, total=False):
+    msg_id: str
+    thread_id: str
+    role: str
+    excerpt: str
+    similarity: float | None
+    agent: str
+    user_id: str
+    run_id: str
+    ts: str
+    namespace: str
+
+
+class ConversationListResult(TypedDict, total=False):
+    rows: list[TurnOut]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class ConversationListSavedMessagesResult(TypedDict, total=False):
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class ConversationSaveMessageResult(TypedDict, total=False):
+    conversation_id: str
+    message_id: str
+    indexed: bool
+    reason: Literal[
+        "",
+        "duplicate",
+        "owner_mismatch",
+        "deleted",
+        "unsupported_role",
+        "embed_failed",
+        "high_sensitivity",
+    ]
+    ts: str
+    ignored_args: list[str]
+
+
+class ConversationSavedStatusResult(TypedDict, total=False):
+    saved: list[str]
+    ignored_args: list[str]
+
+
+class ConversationSearchResult(TypedDict, total=False):
+    hits: list[ConversationHit]
+    namespaces_skipped: list[str]
+    ignored_args: list[str]
+
+
+class ConversationSearchSavedMessagesResult(TypedDict, total=False):
+    hits: list[SavedRow]
+    ignored_args: list[str]
+
+
+class ConversationSetLoggingResult(TypedDict, total=False):
+    namespace: str
+    enabled: bool
+    ignored_args: list[str]
+
+
+class ConversationThreadsResult(TypedDict, total=False):
+    threads: list[dict[str, Any]]
+    ignored_args: list[str]
+
+
+class ConversationUnsaveMessageResult(TypedDict, total=False):
+    conversation_id: str
+    message_id: str
+    found: bool
+    removed: bool
+    ts: str
+    ignored_args: list[str]
+
+
+class ConversationUpdateResult(TypedDict, total=False):
+    updated: bool
+    thread_id: str
+    updated_at: str | None
+    ignored_args: list[str]
+
+
+class EvidenceTurn(TypedDict, total=False):
+    evidence_id: int
+    version: int
+    role: str
+    name: str
+    content: str
+    span: str
+    ts: str
+    session_id: str
+
+
+class ExtractionPolicyClearResult(TypedDict, total=False):
+    scope: str
+    namespace: str
+    cleared: bool
+    ignored_args: list[str]
+
+
+class ExtractionPolicyGetResult(TypedDict, total=False):
+    scope: str
+    namespace: str
+    policy: str
+    effective: str
+    namespace_policies: list[str]
+    ignored_args: list[str]
+
+
+class ExtractionPolicySetResult(TypedDict, total=False):
+    scope: str
+    namespace: str
+    policy: str
+    effective: str
+    namespace_policies: list[str]
+    ignored_args: list[str]
+
+
+class MemoryBlacklistResult(TypedDict, total=False):
+    pattern: str
+    namespace: str
+    listed: bool
+    ignored_args: list[str]
+
+
+class MemoryBulkSetResult(TypedDict, total=False):
+    written: list[WrittenOut]
+    ignored_args: list[str]
+
+
+class MemoryDeleteResult(TypedDict, total=False):
+    deleted: bool
+    key: str
+    ignored_args: list[str]
+
+
+class MemoryEvidenceResult(TypedDict, total=False):
+    key: str
+    turns: list[EvidenceTurn]
+    ignored_args: list[str]
+
+
+class MemoryExtractionRetryMineResult(TypedDict, total=False):
+    requeued: list[str]
+    expired: list[str]
+    model_calls_off: list[str]
+    left_alone: list[str]
+    unknown: list[str]
+    ignored_args: list[str]
+
+
+class MemoryExtractionStatusMineResult(TypedDict, total=False):
+    batches: list[Batch]
+    unknown: list[str]
+    ignored_args: list[str]
+
+
+class MemoryExtractionStatusResult(TypedDict, total=False):
+    batches: list[Batch]
+    ignored_args: list[str]
+
+
+class MemoryGetResult(TypedDict, total=False):
+    found: bool
+    memory: MemoryOut | None
+    ignored_args: list[str]
+
+
+class MemoryHit(TypedDict, total=False):
+    key: str
+    value: str
+    score: float
+    tags: list[str]
+    user_id: str
+    version: int
+    kind: str
+
+
+class MemoryOut(TypedDict, total=False):
+    key: str
+    value: str
+    kind: str
+    tags: list[str]
+    version: int
+    user_id: str
+    pinned: bool
+    locked: bool
+    updated_at: str
+
+
+class MemoryRecallResult(TypedDict, total=False):
+    turns: list[RecallTurn]
+    ignored_args: list[str]
+
+
+class MemorySearchResult(TypedDict, total=False):
+    hits: list[MemoryHit]
+    pending_extraction: bool
+    ignored_args: list[str]
+
+
+class MemorySetFromMessagesResult(TypedDict, total=False):
+    written: list[WrittenOut]
+    deferred: bool
+    deferred_by: str
+    queue_id: str
+    tokens_in: int
+    tokens_out: int
+    cached_tokens_in: int
+    segments: int
+    segmenter: str
+    forgotten: int
+    forgotten_keys: list[str]
+    evidence_ids: list[int]
+    learning_candidates: int
+    stage_ms: dict[str, float]
+    observation_date_source: Literal["caller", "request_time", ""]
+    stubbed_fields: list[str]
+    pipeline_errors: list[str]
+    under_operator_policy: bool
+    ignored_args: list[str]
+
+
+class MemorySetResult(TypedDict, total=False):
+    written: list[WrittenOut]
+    ignored_args: list[str]
+
+
+class ObserveCrystallizeResult(TypedDict, total=False):
+    session_id: str
+    observations: int
+    ignored_args: list[str]
+
+
+class ObserveRecordResult(TypedDict, total=False):
+    observation_id: int
+    session_id: str
+    ts: str
+    ignored_args: list[str]
+
+
+class RecallTurn(TypedDict, total=False):
+    evidence_id: int
+    user_id: str
+    agent: str
+    session_id: str
+    role: str
+    name: str
+    content: str
+    ts: str
+
+
+class SavedRow(TypedDict, total=False):
+    conversation_id: str
+    message_id: str
+    role: str
+    excerpt: str
+    score: float | None
+    saved_at: str | None
+    ts: str
+
+
+class SessionBriefDeleteResult(TypedDict, total=False):
+    deleted: bool
+    brief_key: str
+    revision: int
+    ignored_args: list[str]
+
+
+class SessionBriefGetResult(TypedDict, total=False):
+    found: bool
+    brief_key: str
+    revision: int
+    rendered: str
+    sections: BriefSections | None
+    project: str
+    branch: str
+    head_sha: str
+    author: str
+    trigger: str
+    actor: str
+    source_sessions: list[str]
+    updated_at: str | None
+    age_seconds: int
+    revisions: int
+    events_total: int
+    source_chars: int
+    brief_chars: int
+    deleted: bool
+    ignored_args: list[str]
+
+
+class SessionBriefListResult(TypedDict, total=False):
+    briefs: list[SessionBriefSummary]
+    rendered: str
+    ignored_args: list[str]
+
+
+class SessionBriefSaveResult(TypedDict, total=False):
+    brief_key: str
+    revision: int
+    changed: bool
+    author: str
+    reason: str
+    rendered: str
+    stats: SessionBriefStats
+    ignored_args: list[str]
+
+
+class SessionBriefStats(TypedDict, total=False):
+    events: int
+    windows: int
+    windows_failed: int
+    event_chars: int
+    brief_chars: int
+    tokens_in: int
+    tokens_out: int
+    model: str
+
+
+class SessionBriefSummary(TypedDict, total=False):
+    brief_key: str
+    revision: int
+    agent: str
+    goal: str
+    project: str
+    branch: str
+    updated_at: str
+    age_seconds: int
+
+
+class SystemWhoamiResult(TypedDict, total=False):
+    org: str
+    role: str
+    namespace: str | None
+    read_scope: str
+    read_user_id: str | None
+    auth: str
+    ignored_args: list[str]
+
+
+class TurnOut(TypedDict, total=False):
+    msg_id: str
+    thread_id: str
+    role: str
+    content: str
+    reasoning: str
+    agent: str
+    user_id: str
+    run_id: str
+    metadata: dict[str, Any]
+    tokens: int
+    ts: str
+
+
+class WrittenOut(TypedDict, total=False):
+    key: str
+    version: int
+    conflict_verdict: str
+    peers: list[str]
+    memory_key: str
+
+
+# op name: (kind, result type); kinds read and idempotent are retried on 503
+OPS: dict[str, tuple[str, Any]] = {
+    "conversation.append": ("idempotent", ConversationAppendResult),
+    "conversation.compact": ("idempotent", ConversationCompactResult),
+    "conversation.create": ("idempotent", ConversationCreateResult),
+    "conversation.delete": ("idempotent", ConversationDeleteResult),
+    "conversation.get": ("read", ConversationGetResult),
+    "conversation.list": ("read", ConversationListResult),
+    "conversation.list_saved_messages": ("read", ConversationListSavedMessagesResult),
+    "conversation.save_message": ("idempotent", ConversationSaveMessageResult),
+    "conversation.saved_status": ("read", ConversationSavedStatusResult),
+    "conversation.search": ("read", ConversationSearchResult),
+    "conversation.search_saved_messages": ("read", ConversationSearchSavedMessagesResult),
+    "conversation.set_logging": ("idempotent", ConversationSetLoggingResult),
+    "conversation.threads": ("read", ConversationThreadsResult),
+    "conversation.unsave_message": ("idempotent", ConversationUnsaveMessageResult),
+    "conversation.update": ("idempotent", ConversationUpdateResult),
+    "extraction_policy.clear": ("idempotent", ExtractionPolicyClearResult),
+    "extraction_policy.get": ("read", ExtractionPolicyGetResult),
+    "extraction_policy.set": ("idempotent", ExtractionPolicySetResult),
+    "memory.blacklist": ("idempotent", MemoryBlacklistResult),
+    "memory.bulk_set": ("idempotent", MemoryBulkSetResult),
+    "memory.delete": ("idempotent", MemoryDeleteResult),
+    "memory.evidence": ("read", MemoryEvidenceResult),
+    "memory.extraction_retry_mine": ("idempotent", MemoryExtractionRetryMineResult),
+    "memory.extraction_status": ("read", MemoryExtractionStatusResult),
+    "memory.extraction_status_mine": ("read", MemoryExtractionStatusMineResult),
+    "memory.get": ("read", MemoryGetResult),
+    "memory.recall": ("read", MemoryRecallResult),
+    "memory.search": ("read", MemorySearchResult),
+    "memory.set": ("idempotent", MemorySetResult),
+    "memory.set_from_messages": ("write", MemorySetFromMessagesResult),
+    "observe.crystallize": ("idempotent", ObserveCrystallizeResult),
+    "observe.record": ("write", ObserveRecordResult),
+    "session.brief_delete": ("idempotent", SessionBriefDeleteResult),
+    "session.brief_get": ("read", SessionBriefGetResult),
+    "session.brief_list": ("read", SessionBriefListResult),
+    "session.brief_save": ("idempotent", SessionBriefSaveResult),
+    "system.whoami": ("read", SystemWhoamiResult),
+}

@@ -1,0 +1,163 @@
+"""The SDK's examples and an MCP client session, against the real server (`loom serve`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+from loom import Agent, LoomError
+
+from tests.live_server import live_server
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def server(database_url):
+    with live_server(database_url) as base:
+        yield base
+
+
+def _run(coro):
+    return anyio.run(coro)
+
+
+def test_the_session_example_runs_as_written(server, monkeypatch):
+    """GIVEN `make run`'s server (auth off) WHEN the spec's Session example runs THEN the turns
+    are not recorded (the namespace does not record), close() hands them to deferred
+    extraction, and the brief is saved by the agent."""
+
+    async def example():
+        async with Agent("dev", "local", "support-bot", base_url=server) as bot:
+            s = bot.session("thread-42", user_id="u1")
+            resumed = await s.resume(query="resume the billing migration")
+            await s.append(
+                {"role": "user", "content": "We moved invoices to the new ledger."},
+                {"role": "assistant", "content": "Noted; I'll update the export job."},
+            )
+            stored = s.transcript_stored  # False when the namespace does not record
+            await s.close()  # flushes the buffered turns to extraction
+            brief = await bot.briefs.save(
+                project="billing",
+                branch="ledger-move",
+                sections={
+                    "goal": "Move invoices to the new ledger",
+                    "next_steps": ["Update the export job"],
+                },
+            )
+            batches = await bot.memory.extraction_status_mine(s.queue_ids)
+            return resumed, stored, brief, batches
+
+    resumed, stored, brief, batches = _run(example)
+    assert resumed == {"memories": [], "transcript": []}
+    assert stored is False
+    assert (brief["brief_key"], brief["author"], brief["changed"]) == (
+        "auto/billing/ledger-move", "model", True,
+    )  # fmt: skip
+    assert [b["status"] for b in batches["batches"]] == ["pending"]
+
+
+def test_a_recording_namespace_keeps_the_turns_and_resume_reads_the_tail(server):
+    async def flow():
+        async with Agent("dev", "recorded", "support-bot", base_url=server) as bot:
+            await bot.conversations.set_logging(True)
+            s = bot.session("thread-7", user_id="u1", flush_every=100)
+            await s.append({"role": "user", "content": "Invoices now live in ledger v2."})
+            resumed = await s.resume()
+            return s.transcript_stored, resumed
+
+    stored, resumed = _run(flow)
+    assert stored is True
+    assert [t["content"] for t in resumed["transcript"]] == ["Invoices now live in ledger v2."]
+
+
+def test_the_extraction_example_runs_and_errors_carry_the_servers_code(server, monkeypatch):
+    monkeypatch.setenv("LOOM_BASE_URL", server)
+
+    async def example():
+        async with Agent(org="acme", namespace="support", agent="triage-bot") as bot:
+            out = await bot.memory.set_from_messages(
+                [
+                    {
+                        "role": "user",
+                        "content": "I moved to Lisbon last month, please bill me in EUR.",
+                    },
+                    {"role": "assistant", "content": "Noted, invoices will be in EUR."},
+                ],
+                user_id="u-42",
+                observation_date="2026-11-01",  # the day the conversation happened
+            )
+            rows = [(row["memory_key"], row["conflict_verdict"]) for row in out["written"]]
+            try:
+                await bot.call("conversation.get", thread_id="")
+            except LoomError as exc:
+                return out, rows, exc
+            return out, rows, None
+
+    out, rows, error = _run(example)
+    assert rows == [] and len(out["evidence_ids"]) == 2  # the stock fake extracts nothing
+    assert error is not None and (error.status, error.code) == (422, "validation_error")
+
+
+def test_an_mcp_client_session_appends_a_turn_and_reads_it_back(server):
+    """GIVEN the official `mcp` client on /mcp?toolset=all WHEN it initializes, lists the tools
+    and calls loom_conversation_append THEN the turn reads back through loom_op, and a hidden
+    op is refused as a tool error."""
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{server}/v1/conversation.set_logging",
+            data=json.dumps({"org": "local", "namespace": "mcp-ns", "enabled": True}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+    ).read()
+    script = ROOT / "tests" / "mcp_session.py"
+    out = subprocess.run(
+        [sys.executable, str(script), f"{server}/mcp?toolset=all&namespace=mcp-ns"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "loom_conversation_append" in report["tools_all"]
+    assert (
+        "loom_op" in report["tools_all"] and "loom_conversation_search" not in report["tools_all"]
+    )
+    assert report["append"]["stored"] is True
+    assert report["read_back"] == ["Hello from an MCP client."]
+    assert report["hidden_is_error"] is True
+
+
+def test_the_core_listing_leaves_out_append_and_openapi_lists_every_op(server):
+    from chalicelib.mcp import list_tools
+    from chalicelib.registry import registered
+
+    core = {t["name"] for t in list_tools("core")}
+    assert "loom_memory_search" in core and "loom_conversation_append" not in core
+    with urllib.request.urlopen(f"{server}/openapi.json") as resp:
+        doc = json.loads(resp.read())
+    assert doc["openapi"] == "3.1.0"
+    assert {p.removeprefix("/v1/") for p in doc["paths"]} == set(registered())
+
+
+def test_the_sdks_generated_types_are_current():
+    fresh = subprocess.run(
+        [sys.executable, "-m", "chalicelib.sdk_codegen"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    ruff = Path(sys.executable).parent / "ruff"
+    formatted = subprocess.run(
+        [str(ruff), "format", "--stdin-filename", "_generated.py", "-"],
+        input=fresh,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout
+    assert formatted == (ROOT / "sdk" / "loom" / "_generated.py").read_text(), (
+        "run: python -m chalicelib.sdk_codegen > sdk/loom/_generated.py && ruff format sdk"
+    )

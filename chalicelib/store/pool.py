@@ -15,9 +15,10 @@ def _configure(conn: psycopg.Connection) -> None:
     register_vector(conn)
     # A filtered HNSW scan keeps scanning until LIMIT rows pass the filter (pgvector 0.8).
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
-    conn.execute(
-        "SET hnsw.ef_search = 100"
-    )  # recall over speed; raised per query for a top_k over it
+    conn.execute("SET hnsw.ef_search = 100")  # recall first; raised for a top_k over 100
+    # Tenants differ by orders of magnitude: plan each execution for its own parameters
+    # rather than reuse one generic plan (a small tenant's plan scans a big one's rows).
+    conn.execute("SET plan_cache_mode = force_custom_plan")
     conn.autocommit = False
 
 

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -99,3 +100,21 @@ class Api:
 @pytest.fixture
 def api(client) -> Api:
     return Api(client)
+
+
+@contextmanager
+def live_setting(pool: Any, **values: str) -> Iterator[None]:
+    """Set live settings (re-read on every call under the test settings), then remove them."""
+    with pool.connection() as conn:
+        for name, value in values.items():
+            conn.execute(
+                "INSERT INTO loom.settings (name, value) VALUES (%s, %s)"
+                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                (name, value),
+            )
+    try:
+        yield
+    finally:
+        with pool.connection() as conn:
+            for name in values:
+                conn.execute("DELETE FROM loom.settings WHERE name = %s", (name,))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.auth import mint_token
+from tests.conftest import live_setting as live_settings
 
 NS = "ns-main"
 TABLES = (
@@ -119,15 +120,6 @@ def embedding_rows(pool: Any, org: str, thread_id: str | None = None) -> list[di
 
 @contextmanager
 def live_setting(pool: Any, name: str, value: str) -> Iterator[None]:
-    """Set a live setting (re-read on every call under the test settings), then remove it."""
-    with pool.connection() as conn:
-        conn.execute(
-            "INSERT INTO loom.settings (name, value) VALUES (%s, %s)"
-            " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-            (name, value),
-        )
-    try:
+    """Set one live setting for the block (see tests.conftest.live_setting)."""
+    with live_settings(pool, **{name: value}):
         yield
-    finally:
-        with pool.connection() as conn:
-            conn.execute("DELETE FROM loom.settings WHERE name = %s", (name,))

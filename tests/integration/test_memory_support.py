@@ -10,13 +10,13 @@ import hashlib
 import json
 import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.auth import mint_token
 from chalicelib.providers.llm import ScriptedLLM
+from tests.conftest import live_setting  # noqa: F401  (used by the suites)
 
 NS = "ns-mem"
 NS2 = "ns-other"
@@ -165,24 +165,6 @@ def canonical_sha(value: str) -> str:
     """The content hash two restatements share (case, spacing and a final period folded)."""
     folded = " ".join(value.lower().split()).rstrip(".")
     return hashlib.sha256(folded.encode()).hexdigest()
-
-
-@contextmanager
-def live_setting(pool: Any, **values: str) -> Iterator[None]:
-    """Set live settings (re-read on every call under the test settings), then remove them."""
-    with pool.connection() as conn:
-        for name, value in values.items():
-            conn.execute(
-                "INSERT INTO loom.settings (name, value) VALUES (%s, %s)"
-                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                (name, value),
-            )
-    try:
-        yield
-    finally:
-        with pool.connection() as conn:
-            for name in values:
-                conn.execute("DELETE FROM loom.settings WHERE name = %s", (name,))
 
 
 def _rows(pool: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:

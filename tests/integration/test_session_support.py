@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.auth import mint_token
 from chalicelib.providers.llm import LLMError, LLMResult, ScriptedLLM
+from tests.conftest import live_setting  # noqa: F401  (used by the suites)
 
 NS = "ns-briefs"
 POLICY = "Never store credentials."
@@ -138,21 +138,3 @@ def revision_rows(pool: Any, org: str, key: str | None = None) -> list[dict[str,
         )
         names = [d.name for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-
-@contextmanager
-def live_setting(pool: Any, **values: str) -> Iterator[None]:
-    """Set live settings (re-read on every call under the test settings), then remove them."""
-    with pool.connection() as conn:
-        for name, value in values.items():
-            conn.execute(
-                "INSERT INTO loom.settings (name, value) VALUES (%s, %s)"
-                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                (name, value),
-            )
-    try:
-        yield
-    finally:
-        with pool.connection() as conn:
-            for name in values:
-                conn.execute("DELETE FROM loom.settings WHERE name = %s", (name,))

@@ -136,11 +136,14 @@ def _bounded_query(shape: tuple[str, ...], dim: int) -> str:
     )
     return (
         sql.SQL(
-            "WITH scope AS MATERIALIZED (SELECT e.* FROM loom.conversation_embeddings e"
-            " WHERE {where} AND {embedded} LIMIT %(cap)s)"
-            " SELECT {returned}, 1 - {distance} AS similarity,"
-            " (SELECT count(*) FROM scope) AS scope_rows"
-            " FROM scope s ORDER BY {distance}, s.msg_id LIMIT %(k)s"
+            # The scope carries only row ids and vectors: the rest is read for the top k.
+            "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.embedding"
+            " FROM loom.conversation_embeddings e WHERE {where} AND {embedded} LIMIT %(cap)s),"
+            " top AS (SELECT s.rid, 1 - {distance} AS similarity FROM scope s"
+            "  ORDER BY {distance}, s.msg_id LIMIT %(k)s)"
+            " SELECT {returned}, top.similarity, (SELECT count(*) FROM scope) AS scope_rows"
+            " FROM top JOIN loom.conversation_embeddings e2 ON e2.ctid = top.rid"
+            " ORDER BY top.similarity DESC, e2.msg_id"
         )
         .format(
             where=_where("e", shape),

@@ -49,19 +49,27 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     stop = threading.Event()
     workers = threading.Thread(target=run_forever, args=(deps, stop), daemon=True)
     workers.start()
+    # A SIGTERM (a supervisor, a test) stops the server as Ctrl-C does: never leave the
+    # API process behind.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return child.wait()
     except KeyboardInterrupt:
         _say("Stopping ...")
-        child.send_signal(signal.SIGINT)
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
         return 0
     finally:
         stop.set()
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
         deps.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def cmd_migrate(args: argparse.Namespace, deps: Deps) -> int:

@@ -12,13 +12,12 @@ from typing import Any, Literal
 import numpy as np
 
 from chalicelib.deps import Deps
-from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
 
 Verdict = Literal["created", "updated", "unchanged", "conflict", "locked", "pinned", "blacklisted"]
-EMBED_CHARS = 2048
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 

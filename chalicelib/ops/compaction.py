@@ -10,10 +10,9 @@ from pydantic import Field
 
 from chalicelib.errors import UnavailableError, UpstreamError
 from chalicelib.ops.common import AgentScoped, OpOutput
-from chalicelib.ops.conversation import ThreadId
-from chalicelib.ops.turn_writer import EMBED_CHARS
+from chalicelib.ops.conversation import ThreadId, any_agent
 from chalicelib.policies import policy_block
-from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.providers.llm import LLMError
 from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import reads_as_high
@@ -26,7 +25,6 @@ SUMMARIZER_SYSTEM = (
     " open question and commitment; drop greetings and filler. Earlier summaries, if given,"
     " come first: fold them in. Answer with the summary text only."
 )
-ANY_AGENT = ("", "-", "*")
 
 
 class CompactInput(AgentScoped):
@@ -115,7 +113,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         raise UnavailableError(
             "conversation.compact needs an LLM provider: set LOOM_LLM_PROVIDER=openai"
         )
-    agent = None if inp.agent in ANY_AGENT else inp.agent
+    agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with deps.pool.connection() as conn:
         live = store.live_thread_turns(conn, *scope, agent)

@@ -34,7 +34,7 @@ def _metadata_bounded(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return value
 
 
-def _any_agent(agent: str) -> str | None:
+def any_agent(agent: str) -> str | None:
     """'' / '-' / '*' read every agent's turns; any other value reads that agent's."""
     return None if agent in ANY_AGENT else agent
 
@@ -232,7 +232,7 @@ class GetOutput(OpOutput):
 @op("conversation.get", role="viewer", kind="read", mcp="unlisted")
 def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     """One thread's metadata, and a page of its turns when asked."""
-    agent = _any_agent(inp.agent)
+    agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with ctx.deps.pool.connection() as conn:
         thread = store.get_thread(conn, *scope)
@@ -295,7 +295,7 @@ def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
             org=inp.org,
             namespace=inp.namespace,
             thread_id=inp.thread_id,
-            agent=_any_agent(inp.agent),
+            agent=any_agent(inp.agent),
             limit=inp.limit + 1,
             after=after,
             run_id=None if inp.run_id in (None, "-") else inp.run_id,
@@ -340,7 +340,7 @@ def threads(inp: ThreadsInput, ctx: OpContext) -> ThreadsOutput:
             conn,
             org=inp.org,
             namespace=inp.namespace,
-            agent=_any_agent(inp.agent),
+            agent=any_agent(inp.agent),
             window_days=inp.window_days,
             limit=inp.limit,
             offset=inp.offset,
@@ -382,7 +382,7 @@ def delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:
         raise BadRequestError("confirm_thread_id must equal thread_id; nothing was deleted")
     with ctx.deps.pool.connection() as conn:
         when, affected = store.delete_thread(
-            conn, inp.org, inp.namespace, inp.thread_id, _any_agent(inp.agent)
+            conn, inp.org, inp.namespace, inp.thread_id, any_agent(inp.agent)
         )
     return DeleteOutput(
         tombstoned_at=when,
@@ -430,7 +430,7 @@ def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     filt = TurnFilter(
         org=inp.org,
         namespaces=tuple(namespaces),
-        agent=_any_agent(inp.agent),
+        agent=any_agent(inp.agent),
         thread_id=inp.thread_id,
         run_id=None if inp.run_id in (None, "-") else inp.run_id,
         role=inp.role,

@@ -14,8 +14,7 @@ from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
-from chalicelib.ops.turn_writer import EMBED_CHARS
-from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high

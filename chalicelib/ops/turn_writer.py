@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Literal
 
 from chalicelib.deps import Deps
-from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import ensure_vector_index
 from chalicelib.store.conversations import (
@@ -22,7 +22,6 @@ from chalicelib.store.conversations import (
 )
 from chalicelib.store.pool import read_connection
 
-EMBED_CHARS = 2048
 AppendReason = Literal["", "duplicate", "logging_disabled", "deleted"]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from chalicelib.config import Settings
 
 OPENAI_MAX_BATCH = 2048
+EMBED_CHARS = 2048  # a text is embedded from its first this many characters
 _WORD = re.compile(r"[a-z0-9]+")
 
 

@@ -6,13 +6,12 @@ import re
 from typing import Any
 
 from chalicelib.deps import Deps
-from chalicelib.providers.embedder import EmbedderError
+from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import memories as store
 
 BATCH = 200
 BATCHES_PER_PASS = 25
-EMBED_CHARS = 2048
 _NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _HANDLE = re.compile(r"(?<!\w)@[A-Za-z0-9_]{2,}")
 _PATH = re.compile(r"(?<![\w/])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}\b")

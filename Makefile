@@ -10,7 +10,7 @@ PY312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /us
 PKG_VENV := .venv-package
 STAGE ?= dev
 
-.PHONY: run test lint bench install clean package
+.PHONY: run test lint bench install clean package soak
 
 $(STAMP): requirements.txt requirements-local.txt requirements-dev.txt requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,11 +30,25 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy chalicelib
 
-test: $(STAMP) lint
+test: $(STAMP) lint browser
 	$(BIN)/python -m pytest
+
+# The dashboard's browser tests drive Debian's chromium (Playwright never downloads one): it is
+# installed with apt-get where it is missing; without root or sudo those tests skip and say why.
+APT := $(if $(filter 0,$(shell id -u)),,sudo -n) env DEBIAN_FRONTEND=noninteractive apt-get
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null 2>&1 || test -n "$$LOOM_CHROMIUM" || { \
+	  echo "Installing Debian's chromium for the dashboard's browser tests..." && \
+	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium >/dev/null; \
+	} || echo "Could not install chromium (apt-get needs root or sudo): the dashboard's browser tests will be skipped."
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+
+# Sustained mixed load from many tenants, then a database restart under it (QUICK=1: seconds).
+soak: $(STAMP)
+	$(BIN)/python -m soak $(if $(QUICK),--quick,)
 
 package:
 	@test -n "$(PY312)" || { echo "make package needs Python 3.12: install it (pyenv install 3.12) or set PY312=/path/to/python3.12"; exit 1; }

@@ -5,7 +5,7 @@ import os
 from chalice import Chalice, Rate, Response
 from chalice.app import SQSEvent
 
-from chalicelib import web
+from chalicelib import dashboard, web
 from chalicelib.deps import get_deps
 
 app = Chalice(app_name="loom")
@@ -30,6 +30,18 @@ def _respond(answer: web.Answer) -> Response:
 @app.route("/healthz", methods=["GET"])
 def healthz() -> Response:
     return _respond(web.health(get_deps()))
+
+
+@app.route("/", methods=["GET"])
+def dashboard_page() -> Response:
+    status, body, headers = dashboard.page()
+    return Response(body=body, status_code=status, headers=headers)
+
+
+@app.route("/dashboard/{name}", methods=["GET"])
+def dashboard_asset(name: str) -> Response:
+    status, body, headers = dashboard.asset(name)
+    return Response(body=body, status_code=status, headers=headers)
 
 
 @app.route("/openapi.json", methods=["GET"])
@@ -114,3 +126,10 @@ def extraction_queue_resend(event: object) -> int:
     from chalicelib.workers.extraction_queue import resend_stranded
 
     return resend_stranded(get_deps())
+
+
+@app.schedule(Rate(1, unit=Rate.MINUTES), name="erasure_worker")
+def erasure_worker(event: object) -> dict[str, int]:
+    from chalicelib.workers.erasure import run_erasure_jobs
+
+    return run_erasure_jobs(get_deps())

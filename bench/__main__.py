@@ -9,13 +9,22 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench import cold_start, deferred, locomo_recall, read_path, saved_search, write_path
+from bench import (
+    cold_start,
+    deferred,
+    locomo_recall,
+    read_path,
+    saved_search,
+    search_modes,
+    write_path,
+)
 from bench.harness import Figure, bench_database, say
 
 RESULTS = Path(__file__).parent / "results"
 SUITES = {
     "write_path": write_path.run,
     "read_path": read_path.run,
+    "search_modes": search_modes.run,
     "saved_search": saved_search.run,
     "deferred": deferred.run,
     "cold_start": cold_start.run,
@@ -40,7 +49,9 @@ def _sizes(quick: bool) -> str:
     return (
         f"{mode} run: {write_path.SIZES[mode]:,} appends; filtered search over"
         f" {read_path.SIZES[mode]:,} turns ({read_path.QUERIES[mode]} queries, user filter"
-        f" keeps 1%); hybrid saved search over {saved_search.SIZES[mode]:,} saved messages of one"
+        f" keeps 1%); each search mode over {search_modes.SIZES[mode]:,} turns of one namespace"
+        f" ({search_modes.QUERIES[mode]} questions); hybrid saved search over"
+        f" {saved_search.SIZES[mode]:,} saved messages of one"
         f" user among {saved_search.OTHER_USERS + 1}; {deferred.SIZES[mode]:,} deferred jobs;"
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"

@@ -66,11 +66,13 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def without_vector_index(conn: Any, dim: int) -> None:
-    """Drop the HNSW index before a bulk load: building it afterwards is many times faster
+    """Drop the HNSW indexes before a bulk load: building it afterwards is many times faster
     than inserting into it row by row. `ensure_vector_index` builds it again."""
     from chalicelib.store import conversation_search
 
-    conn.execute(f"DROP INDEX IF EXISTS loom.conversation_embeddings_hnsw_{int(dim)}")
+    for column in conversation_search.VECTOR_COLUMNS:
+        name = conversation_search.vector_index_name(column, int(dim))
+        conn.execute(f"DROP INDEX IF EXISTS loom.{name}")
     conversation_search._ensured_indexes.discard(dim)
 
 

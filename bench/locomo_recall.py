@@ -1,11 +1,14 @@
 """Retrieval on LoCoMo: every session through conversation.append, every question through
-conversation.search (top 10, the default floor), beside BM25 from the same run."""
+conversation.search in each mode (top 10; semantic with the default floor), beside BM25 over
+the turns from the same run; each mode's query p95 and the time per appended turn."""
 
 from __future__ import annotations
 
+import time
+
 from bench import locomo
 from bench.bm25 import BM25
-from bench.harness import BenchDb, Figure, say
+from bench.harness import BenchDb, Figure, p95, say, timed
 from chalicelib.auth import Caller, local_caller
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
@@ -31,6 +34,9 @@ def _rrf(*lists: list[str]) -> list[str]:
     return sorted(scores, key=lambda i: -scores[i])
 
 
+MODES = ("semantic", "lexical", "hybrid")
+
+
 def run(db: BenchDb, quick: bool) -> list[Figure]:
     convs = locomo.load()
     if quick:
@@ -40,20 +46,31 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     unfloored = db.deps_for(embedder, conversation_search_min_similarity=-1.0)
     floor = embedder.default_floor
     caller = local_caller("bench-locomo")
-    ranked: dict[str, list[list[str]]] = {"search": [], "nofloor": [], "bm25": [], "rrf": []}
+    ranked: dict[str, list[list[str]]] = {m: [] for m in (*MODES, "nofloor", "bm25", "rrf")}
+    latency: dict[str, list[float]] = {m: [] for m in MODES}
     questions: list[locomo.Question] = []
+    append_s, embed_s, turns = 0.0, 0.0, 0
     for conv in convs:
         ns = f"locomo-{conv.conv_id}"
         call("conversation.set_logging", {"namespace": ns, "enabled": True}, caller, deps)
-        _ingest(conv, ns, caller, deps)
+        append_s += _ingest(conv, ns, caller, deps)
+        turns += len(conv.turns)
+        embed_s += sum(
+            timed(lambda t=t: embedder.embed_documents([t]), 1)[0] for t in _sample(conv)
+        )
         docs = [locomo.turn_text(t) for t in conv.turns]
         bm25 = BM25(docs)
         ids = [t.dia_id for t in conv.turns]
-        say(f"locomo {conv.conv_id}: {len(conv.questions)} questions ...")
+        say(f"locomo {conv.conv_id}: {len(conv.questions)} questions, every mode ...")
         for q in conv.questions:
             body = {"namespace": ns, "agent": "*", "query": q.question, "namespace_scope": "this"}
-            hits = call("conversation.search", {**body, "top_k": 10}, caller, deps).body["hits"]
-            ranked["search"].append([h["msg_id"] for h in hits])
+            for mode in MODES:
+                start = time.perf_counter()
+                out = call(
+                    "conversation.search", {**body, "top_k": 10, "search_mode": mode}, caller, deps
+                )
+                latency[mode].append(time.perf_counter() - start)
+                ranked[mode].append([h["msg_id"] for h in out.body["hits"]])
             wide = call("conversation.search", {**body, "top_k": 50}, caller, unfloored).body[
                 "hits"
             ]
@@ -64,40 +81,73 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             ranked["rrf"].append(_rrf(vector, lexical))
             questions.append(q)
     say(f"locomo: {len(questions)} questions, {len(convs)} conversation(s), {embedder.name}")
+    names = {
+        "semantic": f"search semantic ({embedder.name}, floor {floor})",
+        "lexical": "search lexical",
+        "hybrid": "search hybrid",
+        "nofloor": "search semantic, no floor",
+        "rrf": "turn vector + turn BM25, RRF",
+    }
     figs = []
     for k in (5, 10):
         base = _recall(ranked["bm25"], questions, k)
-        figs += [
+        for key, name in names.items():
+            figs.append(
+                Figure(
+                    f"locomo recall@{k} {name}",
+                    _recall(ranked[key], questions, k),
+                    "",
+                    "BM25 (turn)",
+                    base,
+                    "",
+                )
+            )
+    figs.append(
+        Figure(
+            "locomo hybrid recall@10 vs 0.80",
+            _recall(ranked["hybrid"], questions, 10),
+            "",
+            "goal",
+            0.80,
+            ">= 1.0x",
+        )
+    )
+    semantic_p95 = p95(latency["semantic"]) * 1000
+    for mode in ("lexical", "hybrid"):
+        figs.append(
             Figure(
-                f"locomo recall@{k} search ({embedder.name}, floor {floor})",
-                _recall(ranked["search"], questions, k),
+                f"locomo query p95 {mode}",
+                p95(latency[mode]) * 1000,
+                "ms",
+                "semantic p95",
+                semantic_p95,
                 "",
-                "BM25",
-                base,
-                "",
-            ),
-            Figure(
-                f"locomo recall@{k} search, no floor",
-                _recall(ranked["nofloor"], questions, k),
-                "",
-                "BM25",
-                base,
-                "",
-            ),
-            Figure(
-                f"locomo recall@{k} vector+BM25 RRF",
-                _recall(ranked["rrf"], questions, k),
-                "",
-                "BM25",
-                base,
-                "",
-            ),
-        ]
+            )
+        )
+    figs.append(
+        Figure(
+            "locomo time per appended turn",
+            append_s / turns * 1000,
+            "ms",
+            "one raw embed call",
+            embed_s / _SAMPLE / len(convs) * 1000,
+            "",
+        )
+    )
     return figs
 
 
-def _ingest(conv: locomo.Conversation, ns: str, caller: Caller, deps: Deps) -> None:
+_SAMPLE = 20
+
+
+def _sample(conv: locomo.Conversation) -> list[str]:
+    return [locomo.turn_text(t) for t in conv.turns[:_SAMPLE]]
+
+
+def _ingest(conv: locomo.Conversation, ns: str, caller: Caller, deps: Deps) -> float:
+    """Append every turn in order; the seconds it took."""
     say(f"locomo {conv.conv_id}: appending {len(conv.turns)} turns ...")
+    start = time.perf_counter()
     for i, t in enumerate(conv.turns):
         role = "user" if t.speaker == conv.speaker_a else "assistant"
         call(
@@ -115,3 +165,4 @@ def _ingest(conv: locomo.Conversation, ns: str, caller: Caller, deps: Deps) -> N
         )
         if i % 200 == 199:
             say(f"  {i + 1}/{len(conv.turns)}")
+    return time.perf_counter() - start

@@ -17,11 +17,12 @@ from chalicelib.ranking import rrf
 DEPTH = 60
 
 
-def window(turns: list[locomo.Turn], i: int, back: int, dated: bool) -> str:
-    """The turn with up to `back` earlier turns of its session (and the session's date)."""
+def window(turns: list[locomo.Turn], i: int, back: int, dated: bool, ahead: int = 0) -> str:
+    """The turn with up to `back` earlier and `ahead` later turns of its session (and the
+    session's date)."""
     t = turns[i]
     parts = [f"[{t.session_date}]"] if dated else []
-    for j in range(max(0, i - back), i + 1):
+    for j in range(max(0, i - back), min(len(turns), i + ahead + 1)):
         if turns[j].session == t.session:
             parts.append(locomo.turn_text(turns[j]))
     return " ".join(parts)
@@ -48,9 +49,10 @@ def main() -> int:
         plain = [locomo.turn_text(t) for t in turns]
         prev1 = [window(turns, i, 1, not args.undated) for i in range(len(turns))]
         prev2 = [window(turns, i, 2, not args.undated) for i in range(len(turns))]
+        around = [window(turns, i, 2, not args.undated, 1) for i in range(len(turns))]
         say(f"conversation {conv.conv_id}: embedding {len(turns)} turns twice ...")
         vec_plain, vec_prev1 = model.passage(plain), model.passage(prev1)
-        bm_plain, bm_prev2 = BM25(plain), BM25(prev2)
+        bm_plain, bm_prev2, bm_around = BM25(plain), BM25(prev2), BM25(around)
         for q in conv.questions:
             qv = model.query(q.question)
             legs = {
@@ -58,12 +60,18 @@ def main() -> int:
                 "vector (turn + previous)": [ids[i] for i in np.argsort(-(vec_prev1 @ qv))[:DEPTH]],
                 "bm25 (turn)": [ids[i] for i in bm_plain.top_k(q.question, DEPTH)],
                 "bm25 (turn + 2 previous)": [ids[i] for i in bm_prev2.top_k(q.question, DEPTH)],
+                "bm25 (2 previous + turn + next)": [
+                    ids[i] for i in bm_around.top_k(q.question, DEPTH)
+                ],
             }
             fused = {
                 "rrf vector + bm25 (turns)": ["vector (turn)", "bm25 (turn)"],
                 "rrf vector + bm25 (window)": ["vector (turn)", "bm25 (turn + 2 previous)"],
                 "rrf both vectors + bm25 (window)": [
                     "vector (turn)", "vector (turn + previous)", "bm25 (turn + 2 previous)",
+                ],
+                "rrf both vectors + bm25 (window + next)": [
+                    "vector (turn)", "vector (turn + previous)", "bm25 (2 previous + turn + next)",
                 ],
             }  # fmt: skip
             for name, ids_ in legs.items():

@@ -131,28 +131,31 @@ BATCH_FOR_PROGRESS = 64
 
 def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     """Append every turn of a transcript file; run twice, it adds nothing the second time."""
-    from chalicelib.ops.transcript_ingest import ingest_turns, transcript_thread_id
-    from chalicelib.store.namespaces import conversation_logging_enabled
-    from chalicelib.transcript_file import TranscriptError, parse_transcript
+    from chalicelib.transcript_file import TranscriptError, parse_transcript, transcript_thread_id
 
     try:
         text = Path(args.file).read_text(encoding="utf-8")
         turns = parse_transcript(text)
     except (OSError, UnicodeDecodeError, TranscriptError) as exc:
         raise LoomError(f"cannot read {args.file}: {exc}") from exc
-    org = args.org or deps.settings.org
     thread_id = args.thread_id or transcript_thread_id(text)
     if args.dry_run:
         roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
         print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
         return 0
+    if args.url:
+        counts = _ingest_over_http(args, thread_id, turns)
+        summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+        print(f"thread {thread_id}: {summary}")
+        return 0
+    from chalicelib.ops.transcript_ingest import ingest_turns
+    from chalicelib.store.namespaces import conversation_logging_enabled
+
+    org = args.org or deps.settings.org
     with deps.pool.connection() as conn:
         recording = conversation_logging_enabled(conn, org, args.namespace)
     if not recording:
-        raise LoomError(
-            f"namespace {args.namespace!r} does not record conversations; an admin turns it on"
-            " with conversation.set_logging (enabled=true). Nothing was appended."
-        )
+        raise LoomError(_NOT_RECORDING.format(args.namespace))
     counts = ingest_turns(
         deps,
         org=org,
@@ -167,6 +170,60 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     print(f"thread {thread_id}: {summary}")
     return 0
+
+
+_NOT_RECORDING = (
+    "namespace {!r} does not record conversations; an admin turns it on"
+    " with conversation.set_logging (enabled=true). Nothing was appended."
+)
+
+
+def _ingest_over_http(
+    args: argparse.Namespace, thread_id: str, turns: list[tuple[str, str]]
+) -> Counter[str]:
+    """The same turns, with the same ids, through a running server's conversation.append
+    (LOOM_TOKEN as the bearer token): for a machine that reaches Loom only over HTTP."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from chalicelib.transcript_file import turn_msg_id  # chalicelib.ops is slow to import
+
+    headers = {"Content-Type": "application/json"}
+    if token := os.environ.get("LOOM_TOKEN"):
+        headers["Authorization"] = f"Bearer {token}"
+    url = args.url.rstrip("/") + "/v1/conversation.append"
+    counts: Counter[str] = Counter()
+    for i, (role, content) in enumerate(turns):
+        body = {
+            "namespace": args.namespace,
+            "agent": args.agent,
+            "thread_id": thread_id,
+            "msg_id": turn_msg_id(thread_id, i, role, content),
+            "role": role,
+            "content": content,
+            "user_id": args.user_id,
+            "run_id": args.run_id,
+        }
+        if args.org:
+            body["org"] = args.org
+        request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=args.timeout) as resp:
+                reason = json.loads(resp.read()).get("reason") or "stored"
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read())["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = str(exc.reason)
+            raise LoomError(f"{url} answered {exc.code}: {message}") from exc
+        except (OSError, ValueError) as exc:
+            raise LoomError(f"cannot reach {args.url}: {exc}") from exc
+        if reason == "logging_disabled":
+            raise LoomError(_NOT_RECORDING.format(args.namespace))
+        counts[reason] += 1
+        _progress_bar(i + 1, len(turns))
+    return counts
 
 
 def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
@@ -246,13 +303,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     ingest = sub.add_parser("ingest-transcript", help="append a transcript file's turns")
     ingest.add_argument("--namespace", required=True)
-    ingest.add_argument("--file", required=True, help="Markdown (# user / # assistant) or JSON")
+    ingest.add_argument(
+        "--file", required=True, help="Markdown (# user / # assistant), JSON or JSON Lines"
+    )
     ingest.add_argument("--org", default=None, help="default LOOM_ORG")
     ingest.add_argument("--agent", default="-")
     ingest.add_argument("--thread-id", default=None, help="default: derived from the file")
     ingest.add_argument("--user-id", default="-")
     ingest.add_argument("--run-id", default="-")
     ingest.add_argument("--dry-run", action="store_true", help="count the turns, append nothing")
+    ingest.add_argument(
+        "--url", default=None, help="append through a running server (http://HOST:PORT) instead"
+    )
+    ingest.add_argument("--timeout", type=float, default=10.0, help="seconds per call with --url")
     ingest.set_defaults(fn=cmd_ingest_transcript)
 
     drops = sub.add_parser("drops", help="what extraction dropped, summed")

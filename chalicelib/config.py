@@ -31,6 +31,9 @@ BOOT_ONLY = frozenset(
         "embed_api_key",
         "embed_dim",
         "pool_max_size",
+        "pool_timeout_seconds",
+        "llm_timeout_seconds",
+        "embed_timeout_seconds",
         "extraction_queue_url",
     }
 )
@@ -55,10 +58,18 @@ class Settings(BaseSettings):
     database_host: str | None = None  # with the secret: the RDS Proxy endpoint
     llm_api_key_secret_arn: str | None = None
     pool_max_size: int = Field(default=8, ge=1, le=100)
+    # How long a request waits for a database connection before it answers 503.
+    pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     settings_refresh_seconds: float = Field(default=5.0, ge=0)
 
     # Providers.
     llm_provider: Literal["fake", "openai"] = "fake"
+    # One model call's bound (each of the client's two tries): a stalled provider fails the
+    # call instead of holding the request.
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+    # One embedding call's bound (each of two tries): an append fails open (stored, not yet
+    # embedded) instead of waiting on a stalled embedding server.
+    embed_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
     llm_model: str = "gpt-4o-mini"
     llm_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("LOOM_LLM_BASE_URL", "OPENAI_BASE_URL")

@@ -18,7 +18,7 @@ def decode_cursor(cursor: str, n_ids: int) -> tuple[datetime, list[str]]:
     try:
         ts, *ids = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         when = datetime.fromisoformat(ts)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # deep nesting exhausts the parser
         raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
     if len(ids) != n_ids or not all(isinstance(i, str) and "\x00" not in i for i in ids):
         raise BadRequestError("cursor is not one this server issued; pass next_cursor")

@@ -78,6 +78,7 @@ class Deps:
                     url,
                     max_size=self.settings.pool_max_size,
                     prepare=self.settings.database_prepare,
+                    timeout=self.settings.pool_timeout_seconds,
                 )
             return self._pool
 

@@ -35,6 +35,9 @@ def openapi_document() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for name, spec in sorted(registered().items()):
         request = spec.input_model.model_json_schema(ref_template=_REF)
+        # The org is filled from the caller (its token, or the install's org with auth off).
+        if "org" in request.get("required", []):
+            request["required"] = [f for f in request["required"] if f != "org"]
         response = output_schema(spec, ref_template=_REF)
         components.update(request.pop("$defs", {}))
         components.update(response.pop("$defs", {}))
@@ -54,7 +57,8 @@ def openapi_document() -> dict[str, Any]:
                 "x-loom-kind": spec.kind,
                 "x-loom-mcp": spec.mcp,
                 "requestBody": {
-                    "required": True,
+                    # An empty body is served as {}: required only where a field is.
+                    "required": bool(request.get("required")),
                     "content": {"application/json": {"schema": request}},
                 },
                 "responses": {

@@ -21,17 +21,18 @@ def rrf(
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     order = {item: i for i, item in enumerate(scores)}
     return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
-    return scores
 
 
-def centred_excerpt(text: str, terms: Sequence[str], width: int) -> str:
+def centred_excerpt(text: str, terms: Sequence[str], width: int, *, stems: bool = False) -> str:
     """`width` characters of `text` around the first match of any term (case-blind); the start
-    of the text when none matches."""
+    of the text when none matches. With `stems`, a term also matches a word it begins
+    ("reconcili" in "reconciliations"), as a stemmer's lexemes do."""
     if len(text) <= width or not terms:
         return text[:width]
     pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True) if t)
     # Letters and digits bound a term, not underscores: "ledger" is found in ledger_entries_v2.
-    bounded = rf"(?<![a-z0-9])(?:{pattern})(?![a-z0-9])"
+    end = "[a-z0-9]*" if stems else "(?![a-z0-9])"
+    bounded = rf"(?<![a-z0-9])(?:{pattern}){end}"
     match = re.search(bounded, text, re.IGNORECASE) if pattern else None
     if match is None:
         return text[:width]

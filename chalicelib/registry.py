@@ -18,6 +18,7 @@ from chalicelib.errors import (
     BadRequestError,
     ForbiddenError,
     LoomError,
+    UnavailableError,
     UnknownOpError,
     ValidationFailedError,
 )
@@ -214,6 +215,16 @@ def _audit(spec: OpSpec, inp: BaseModel, caller: Caller, deps: Deps) -> None:
         )
 
 
+def as_unavailable(exc: BaseException) -> UnavailableError | None:
+    """The 503 a database outage answers (retry and it succeeds once the database is back)."""
+    from chalicelib.store.pool import database_unavailable
+
+    if not database_unavailable(exc):
+        return None
+    logger.warning("database unavailable", extra={"error": str(exc)[:300]})
+    return UnavailableError("the database is unavailable; try again shortly")
+
+
 def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallResult:
     """Run op `name` for `caller`: access, identity, validation, handler, audit, one log line."""
     started = time.perf_counter()
@@ -237,7 +248,11 @@ def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallRes
     except LoomError as exc:
         status = exc.status
         raise
-    except Exception:
+    except Exception as exc:
+        unavailable = as_unavailable(exc)
+        if unavailable is not None:
+            status = unavailable.status
+            raise unavailable from exc
         status = 500  # logged with its traceback by the transport
         raise
     finally:

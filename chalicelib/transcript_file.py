@@ -1,12 +1,28 @@
-"""Transcript files for `loom ingest-transcript`: Markdown `# user` sections or a JSON array."""
+"""Transcript files for `loom ingest-transcript`: Markdown `# user` sections, a JSON array of
+{role, content}, or JSON Lines (one such object a line, or Cursor's agent transcript lines)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
 ROLES = ("user", "assistant", "system", "tool")
 _HEADING = re.compile(r"^#\s+(user|assistant|system|tool)\s*$", re.IGNORECASE)
+# Cursor wraps what the person typed in <user_query> tags.
+_USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.DOTALL)
+
+
+def transcript_thread_id(text: str) -> str:
+    """A thread id derived from the file's content, so re-ingesting lands in the same thread."""
+    return "ingest-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def turn_msg_id(thread_id: str, index: int, role: str, content: str) -> str:
+    """Position-aware: two identical turns of one transcript stay two turns. The database and
+    HTTP paths both use it, so they never double a turn."""
+    digest = hashlib.sha256(f"{thread_id}\x1f{index}\x1f{role}\x1f{content}".encode()).hexdigest()
+    return f"t{index}-{digest[:24]}"
 
 
 class TranscriptError(ValueError):
@@ -14,10 +30,53 @@ class TranscriptError(ValueError):
 
 
 def parse_transcript(text: str) -> list[tuple[str, str]]:
-    """(role, content) turns, in order; JSON when the text starts with '['."""
+    """(role, content) turns, in order; JSON when the text starts with '[', JSON Lines when
+    it starts with '{'."""
     if text.lstrip().startswith("["):
         return _parse_json(text)
+    if text.lstrip().startswith("{"):
+        return _parse_json_lines(text)
     return _parse_markdown(text)
+
+
+def _parse_json_lines(text: str) -> list[tuple[str, str]]:
+    """One object a line: {role, content}, or Cursor's {role, message: {content: [blocks]}}.
+    Only text is a turn: a line with no text (a tool call, a tool result) is skipped."""
+    turns = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise TranscriptError(f"line {n} is not valid JSON: {exc}") from exc
+        if not isinstance(item, dict):
+            raise TranscriptError(f"line {n} is not a JSON object")
+        role = str(item.get("role", "")).lower()
+        if role not in ROLES:
+            raise TranscriptError(f"line {n} has role {item.get('role')!r}; use one of {ROLES}")
+        content = _line_text(item)
+        if role == "user":
+            content = _USER_QUERY.sub(r"\1", content)
+        if content.strip():
+            turns.append((role, content.strip()))
+    return turns
+
+
+def _line_text(item: dict) -> str:
+    content = item.get("content")
+    if content is None and isinstance(item.get("message"), dict):
+        content = item["message"].get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(b.get("text") or "")
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        return "\n\n".join(p for p in parts if p.strip())
+    return ""
 
 
 def _parse_json(text: str) -> list[tuple[str, str]]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from chalicelib.auth import resolve_caller
 from chalicelib.deps import Deps
 from chalicelib.errors import LoomError
 from chalicelib.observability import logger
-from chalicelib.registry import call, parse_body
+from chalicelib.registry import as_unavailable, call, parse_body
 
 Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
 IGNORED_HEADER = "X-Loom-Ignored-Args"
@@ -24,12 +25,22 @@ def handle_op(
         result = call(name, parse_body(raw_body), caller, deps)
     except LoomError as exc:
         return exc.status, exc.to_body(), {}
-    except Exception:
+    except Exception as exc:
+        unavailable = as_unavailable(exc)  # the token lookup runs before the op
+        if unavailable is not None:
+            return unavailable.status, unavailable.to_body(), {}
         logger.exception("unhandled error", extra={"op": name})
         body = {"error": {"code": "internal", "message": "internal error; see the server log"}}
         return 500, body, {}
-    extra = {IGNORED_HEADER: ",".join(result.ignored)} if result.ignored else {}
+    extra = {IGNORED_HEADER: ignored_header(result.ignored)} if result.ignored else {}
     return 200, result.body, extra
+
+
+def ignored_header(names: list[str]) -> str:
+    """The ignored field names as a header value: each percent-encoded, so a name with a line
+    break, a comma or a character outside ASCII can neither break the response nor add a header
+    (the body's `ignored_args` keeps them as sent)."""
+    return ",".join(quote(name, safe="") for name in names)
 
 
 def health(deps: Deps) -> Answer:
@@ -61,7 +72,10 @@ def handle_mcp(
         return mcp.handle(raw_body, query, headers, caller, deps)
     except LoomError as exc:
         return exc.status, exc.to_body(), {}
-    except Exception:
+    except Exception as exc:
+        unavailable = as_unavailable(exc)
+        if unavailable is not None:
+            return unavailable.status, unavailable.to_body(), {}
         logger.exception("unhandled MCP error")
         body = {"error": {"code": "internal", "message": "internal error; see the server log"}}
         return 500, body, {}

@@ -25,17 +25,17 @@ def _free_port() -> int:
 def live_server(database_url: str, **env: str) -> Iterator[str]:
     """Serve on 127.0.0.1 until the block ends; the workers that touch every org stay off."""
     port = _free_port()
-    environ = dict(
-        os.environ,
-        LOOM_DATABASE_URL=database_url,
-        LOOM_EMBEDDER="fake",
-        LOOM_LLM_PROVIDER="fake",
-        LOOM_EXTRACTION_QUEUE_ENABLED="false",
-        LOOM_ENTITY_EXTRACTOR_ENABLED="false",
-        LOOM_EMBEDDING_WORKER_ENABLED="false",
-        LOOM_CONVERSATION_TITLER_ENABLED="false",
-        **env,
-    )
+    environ = {
+        **os.environ,
+        "LOOM_DATABASE_URL": database_url,
+        "LOOM_EMBEDDER": "fake",
+        "LOOM_LLM_PROVIDER": "fake",
+        "LOOM_EXTRACTION_QUEUE_ENABLED": "false",
+        "LOOM_ENTITY_EXTRACTOR_ENABLED": "false",
+        "LOOM_EMBEDDING_WORKER_ENABLED": "false",
+        "LOOM_CONVERSATION_TITLER_ENABLED": "false",
+        **env,  # a test may replace any of the above
+    }
     loom = Path(sys.executable).parent / "loom"
     proc = subprocess.Popen([str(loom), "serve", "--port", str(port)], cwd=ROOT, env=environ)
     base = f"http://127.0.0.1:{port}"

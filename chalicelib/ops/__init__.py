@@ -3,6 +3,7 @@
 from chalicelib.ops import (  # noqa: F401
     compaction,
     conversation,
+    erasure,
     extraction,
     extraction_policy,
     extraction_status,

@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr, StringConstraints
 
 # Names of orgs and namespaces: printable, no spaces, bounded.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s\x00]+$")]
 Ident = Annotated[str, StringConstraints(max_length=256)]
+
+
+def _storable(value: datetime) -> datetime:
+    """PostgreSQL keeps UTC offsets under 16 hours, and a moment must stay within years 1-9999
+    in UTC to be read back."""
+    offset = value.utcoffset()
+    if offset is not None:
+        if abs(offset) >= timedelta(hours=16):
+            raise ValueError("UTC offset must be under 16 hours")
+        try:
+            value.astimezone(UTC)
+        except OverflowError as exc:
+            raise ValueError("moment is outside years 1-9999 in UTC") from exc
+    return value
+
+
+# A moment a client sends that is stored or compared in SQL.
+Moment = Annotated[datetime, AfterValidator(_storable)]
 
 
 class OpInput(BaseModel):

@@ -12,13 +12,18 @@ from pydantic import Field, StringConstraints, field_validator
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
-from chalicelib.ops.conversation_search import fan_out, search_turns
+from chalicelib.ops.conversation_search import SearchMode, fan_out, search_turns
 from chalicelib.ops.turn_writer import AppendReason, record_turns
 from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
 from chalicelib.store import conversations as store
 from chalicelib.store.conversation_search import TurnFilter
-from chalicelib.store.namespaces import ensure_namespace, set_conversation_logging
+from chalicelib.store.namespaces import (
+    conversation_logging_enabled,
+    ensure_namespace,
+    set_conversation_logging,
+)
+from chalicelib.store.pool import read_connection
 
 Role = Literal["user", "assistant", "system", "tool"]
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -68,6 +73,18 @@ def set_logging(inp: SetLoggingInput, ctx: OpContext) -> SetLoggingOutput:
     """Switch transcript recording for one namespace (off until an admin turns it on)."""
     with ctx.deps.pool.connection() as conn:
         enabled = set_conversation_logging(conn, inp.org, inp.namespace, inp.enabled)
+    return SetLoggingOutput(namespace=inp.namespace, enabled=enabled)
+
+
+class GetLoggingInput(OrgScoped):
+    pass
+
+
+@op("conversation.get_logging", role="viewer", kind="read", mcp="unlisted")
+def get_logging(inp: GetLoggingInput, ctx: OpContext) -> SetLoggingOutput:
+    """Whether this namespace records transcripts (false for a namespace never switched on)."""
+    with read_connection(ctx.deps.pool) as conn:
+        enabled = conversation_logging_enabled(conn, inp.org, inp.namespace)
     return SetLoggingOutput(namespace=inp.namespace, enabled=enabled)
 
 
@@ -257,7 +274,7 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     return GetOutput(
         found=bool(thread) or msg_count > 0,
         thread_id=inp.thread_id,
-        title=thread.get("title", ""),
+        title="" if reads_as_high(thread.get("title", "")) else thread.get("title", ""),
         metadata=thread.get("metadata", {}),
         run_id=thread.get("run_id", "-"),
         user_id=thread.get("user_id", "-"),
@@ -403,6 +420,19 @@ class SearchInput(AgentScoped):
     user_id: Ident | None = None
     top_k: int = Field(default=20, ge=1, le=200)
     namespace_scope: Literal["this", "all_mine"] = "all_mine"
+    search_mode: SearchMode = Field(
+        default="semantic",
+        description="semantic: cosine similarity of each turn's first 2,048 characters, over"
+        " the floor; lexical: BM25 over each turn with its date and neighbours; hybrid: the"
+        " turn's vector, its vector read after the turn before it, and the BM25 leg, fused by"
+        " reciprocal rank (no floor).",
+    )
+    lexical_weight: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="Weight of the BM25 leg in the hybrid fusion; 1.0 = equal weight.",
+    )
 
 
 class ConversationHit(OpOutput):
@@ -411,6 +441,11 @@ class ConversationHit(OpOutput):
     role: str
     excerpt: str
     similarity: float | None
+    score: float | None = Field(
+        default=None,
+        description="The rank's score: the similarity (semantic), BM25 (lexical) or the fused"
+        " reciprocal-rank score (hybrid); none on the substring fallback.",
+    )
     agent: str
     user_id: str
     run_id: str
@@ -436,5 +471,5 @@ def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
         role=inp.role,
         user_id=None if inp.user_id in (None, "-") else inp.user_id,
     )
-    hits = search_turns(ctx, filt, inp.query, inp.top_k)
+    hits = search_turns(ctx, filt, inp.query, inp.top_k, inp.search_mode, inp.lexical_weight)
     return SearchOutput(hits=[ConversationHit(**h) for h in hits], namespaces_skipped=skipped)

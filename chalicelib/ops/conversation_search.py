@@ -1,13 +1,18 @@
-"""conversation.search: namespace fan-out, vector ranking over the floor, substring fallback."""
+"""conversation.search: namespace fan-out; semantic (vector ranking over the floor, substring
+fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciprocal rank)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from chalicelib.ops.legs import beside
 from chalicelib.providers.embedder import EmbedderError
+from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import (
+    VECTOR_COLUMNS,
+    Column,
     TurnFilter,
     bounded_exact_search,
     known_large,
@@ -16,6 +21,7 @@ from chalicelib.store.conversation_search import (
 )
 from chalicelib.store.namespaces import org_namespaces
 from chalicelib.store.pool import read_connection
+from chalicelib.store.window_search import window_search
 
 _FALLBACK_PAGES = 5  # substring pages read to fill top_k past turns that read as high
 
@@ -31,33 +37,128 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
     return [namespace, *others[: cap - 1]], others[cap - 1 :]
 
 
-def search_turns(ctx: OpContext, filt: TurnFilter, query: str, top_k: int) -> list[dict[str, Any]]:
-    """Hits most similar first over the floor; on embedder failure, substring hits newest first."""
-    live = ctx.live()
+SearchMode = Literal["semantic", "lexical", "hybrid"]
+LEG_DEPTH = 60  # each leg's ranks fused in hybrid mode (top_k when larger)
+VECTOR_LEG_WEIGHT = 0.5  # each of the turn's two vectors in the fusion; BM25 weighs 1
+HitKey = tuple[str, str, str]
+
+
+def search_turns(
+    ctx: OpContext,
+    filt: TurnFilter,
+    query: str,
+    top_k: int,
+    mode: SearchMode = "semantic",
+    lexical_weight: float = 1.0,
+) -> list[dict[str, Any]]:
+    """Hits best first. semantic: the turn's vector over the floor (substring hits newest
+    first when the embedder fails); lexical: BM25 over each turn's window; hybrid: the turn's
+    vector, its vector in context and the window's BM25, fused by reciprocal rank with no
+    floor (the lexical leg alone when the embedder fails)."""
+    excerpt_chars = ctx.live().conversation_search_excerpt_chars
+    if mode == "semantic":
+        return _semantic(ctx, filt, query, top_k, excerpt_chars)
+    depth = max(LEG_DEPTH, top_k)
+    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
+    vector_legs: list[list[dict[str, Any]]] = []
+    if mode == "hybrid":
+        try:
+            query_vec = ctx.deps.embedder.embed_query(query)
+        except EmbedderError:
+            pass  # fail open: the lexical leg still answers
+        else:
+            with read_connection(ctx.deps.pool) as conn:
+                vector_legs = [
+                    _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
+                    for column in VECTOR_COLUMNS
+                ]
+    lexical = [r for r in lexical_rows.result() if not reads_as_high(r["text"])]
+    return _fuse(vector_legs, lexical, lexical_weight, top_k, excerpt_chars)
+
+
+def _semantic(
+    ctx: OpContext, filt: TurnFilter, query: str, top_k: int, excerpt_chars: int
+) -> list[dict[str, Any]]:
     embedder = ctx.deps.embedder
-    excerpt_chars = live.conversation_search_excerpt_chars
     try:
         query_vec = embedder.embed_query(query)
     except EmbedderError:
         return _substring_hits(ctx, filt, query, top_k, excerpt_chars)
-    floor = live.conversation_search_min_similarity
-    if floor is None:
-        floor = embedder.default_floor
+    floor = _floor(ctx)
+    with read_connection(ctx.deps.pool) as conn:
+        rows = _vector_rows(ctx, conn, filt, query_vec, top_k, excerpt_chars, "embedding")
+    return [{**r, "score": r["similarity"]} for r in rows if r["similarity"] >= floor]
+
+
+def _floor(ctx: OpContext) -> float:
+    floor = ctx.live().conversation_search_min_similarity
+    return ctx.deps.embedder.default_floor if floor is None else floor
+
+
+def _vector_rows(
+    ctx: OpContext,
+    conn: Any,
+    filt: TurnFilter,
+    query_vec: Any,
+    k: int,
+    excerpt_chars: int,
+    column: Column,
+) -> list[dict[str, Any]]:
+    """Top k by one vector column: exact in a small scope, else through the HNSW index."""
+    embedder = ctx.deps.embedder
     dim = len(query_vec)
     common: dict[str, Any] = {
         "model": embedder.name,
         "dim": dim,
         "query_vec": query_vec,
-        "k": top_k,
+        "k": k,
         "excerpt_chars": excerpt_chars,
+        "column": column,
     }
+    rows = None
+    if not known_large(filt, embedder.name, dim):
+        rows = bounded_exact_search(conn, filt, **common)
+    if rows is None:  # a large scope: the HNSW index, scanning on until k pass
+        rows = vector_search(conn, filt, **common, exact=False)
+    return rows
+
+
+def _lexical_rows(ctx: OpContext, filt: TurnFilter, query: str, k: int) -> list[dict[str, Any]]:
     with read_connection(ctx.deps.pool) as conn:
-        rows = None
-        if not known_large(filt, embedder.name, dim):
-            rows = bounded_exact_search(conn, filt, **common)
-        if rows is None:  # a large scope: the HNSW index, scanning on until top_k pass
-            rows = vector_search(conn, filt, **common, exact=False)
-    return [r for r in rows if r["similarity"] >= floor]
+        return window_search(conn, filt, model=ctx.deps.embedder.name, query=query, k=k)
+
+
+def _fuse(
+    vector_legs: list[list[dict[str, Any]]],
+    lexical: list[dict[str, Any]],
+    lexical_weight: float,
+    top_k: int,
+    excerpt_chars: int,
+) -> list[dict[str, Any]]:
+    """The legs fused by reciprocal rank (one leg keeps its own order and score). A hit the
+    turn's own vector found carries its similarity; a BM25 hit's excerpt is centred on the
+    query's words."""
+
+    def key(r: dict[str, Any]) -> HitKey:
+        return (r["namespace"], r["thread_id"], r["msg_id"])
+
+    hits: dict[HitKey, dict[str, Any]] = {}
+    for leg in reversed(vector_legs):  # the turn's own vector (the first leg) wins
+        for r in leg:
+            hits[key(r)] = {**r, "similarity": None}
+    for r in vector_legs[0] if vector_legs else []:
+        hits[key(r)]["similarity"] = r["similarity"]
+    for r in lexical:
+        text, terms = r.pop("text"), r.pop("terms")
+        similarity = hits[key(r)]["similarity"] if key(r) in hits else None
+        excerpt = centred_excerpt(text, terms, excerpt_chars, stems=True)
+        hits[key(r)] = {**r, "excerpt": excerpt, "similarity": similarity}
+    # The two vector legs are two views of one signal: together they weigh as much as BM25.
+    legs = [([key(r) for r in leg], VECTOR_LEG_WEIGHT) for leg in vector_legs]
+    legs.append(([key(r) for r in lexical], lexical_weight))
+    if not vector_legs:  # lexical mode, or hybrid without the embedder: BM25 as it ranks
+        return [{**hits[key(r)], "score": r["score"]} for r in lexical[:top_k]]
+    return [{**hits[k], "score": score} for k, score in rrf(legs)[:top_k]]  # type: ignore[index]
 
 
 def _substring_hits(

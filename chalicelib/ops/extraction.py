@@ -20,7 +20,7 @@ from chalicelib.extraction.pipeline import (
 )
 from chalicelib.extraction.records import extract_record
 from chalicelib.memory_writer import Entry, mint_key, write_entries
-from chalicelib.ops.common import OpInput, OpOutput
+from chalicelib.ops.common import Moment, OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
 from chalicelib.registry import OpContext, op
 from chalicelib.store import evidence as evidence_store
@@ -37,7 +37,7 @@ StepId = Annotated[str, StringConstraints(max_length=200)]
 class Message(OpInput):
     role: Literal["user", "assistant", "system", "tool"]
     content: Annotated[str, StringConstraints(max_length=200_000)]
-    timestamp: datetime | None = None
+    timestamp: Moment | None = None
     name: Annotated[str, StringConstraints(max_length=200)] = ""
 
 
@@ -51,7 +51,7 @@ class SetFromMessagesInput(MemoryScoped):
     extraction_instructions: Annotated[str, StringConstraints(max_length=MAX_INSTRUCTIONS)] = ""
     record_schema: dict[str, Any] | None = None
     memory_key: Annotated[str, StringConstraints(max_length=300)] = ""
-    valid_at: datetime | None = None
+    valid_at: Moment | None = None
     recalled_keys: Annotated[list[Short], Field(max_length=200)] = Field(default_factory=list)
     session_values: Annotated[list[Short], Field(max_length=100)] = Field(default_factory=list)
     pipeline_steps: (
@@ -151,7 +151,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         forgotten = _forget(run)
         _write_digest_and_chunks(run, now)
     with deps.pool.connection() as conn:
-        record_drops(conn, run.org, run.namespace, run.drops)
+        record_drops(conn, run.org, run.namespace, run.drops, run.user_id)
     written = [WrittenOut(**w.__dict__) for w in run.written]
     out = SetFromMessagesOutput(
         written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],

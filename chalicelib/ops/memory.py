@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints
 from chalicelib.auth import Caller, ReadScope
 from chalicelib.errors import BadRequestError
 from chalicelib.memory_writer import Entry, write_entries
-from chalicelib.ops.common import AgentScoped, Ident, OpInput, OpOutput
+from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.ranking import rrf
 from chalicelib.registry import OpContext, op
@@ -44,7 +44,7 @@ class EntryIn(OpInput):
     key: Key
     value: Value
     tags: Annotated[list[Tag], Field(max_length=50)] = Field(default_factory=list)
-    valid_at: datetime | None = None
+    valid_at: Moment | None = None
     observation_date: date | None = None
     pin: bool | None = None
     lock: bool | None = None
@@ -299,8 +299,8 @@ def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
 class RecallInput(AgentScoped):
     query: Annotated[str, StringConstraints(max_length=1000)] = ""
     user_id: Ident | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Moment | None = None
+    until: Moment | None = None
     role: Literal["user", "assistant", "system", "tool"] | None = None
     limit: int = Field(default=20, ge=1, le=200)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -14,6 +12,7 @@ from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
+from chalicelib.ops.legs import beside
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op
@@ -351,17 +350,10 @@ def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedO
         with read_connection(pool) as conn:
             return lexical_leg(conn, **scope, query=inp.query, depth=LEG_DEPTH)
 
-    # The legs run side by side on two pooled connections (one after the other on a pool of
-    # one, as in Lambda).
-    lexical_future = _leg_runner().submit(lexical)
+    lexical_future = beside(lexical)
     vector_rows = vector()
     lexical_rows = lexical_future.result()
     return SearchSavedOutput(hits=_fuse(inp, vector_rows, lexical_rows, shown))
-
-
-@functools.cache
-def _leg_runner() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="loom-legs")
 
 
 def _fuse(

@@ -45,10 +45,15 @@ def _key_prefix(caller: Caller, user_id: str, session_id: str) -> str | None:
     user = caller.read_user_id or user_id
     if user in ("", "-"):
         raise BadRequestError("a token bounded to one user needs user_id")
+    # "~" separates the prefix's parts: a user "a~b" would share briefs with session b of user a.
+    if "~" in user:
+        raise BadRequestError("a token bounded to one user needs a user_id without ~")
     if caller.read_scope == "own_user":
         return f"~{user}~"
     if session_id in ("", "-"):
         raise BadRequestError("a token bounded to one session needs session_id")
+    if "~" in session_id:
+        raise BadRequestError("a token bounded to one session needs a session_id without ~")
     return f"~{user}~{session_id}~"
 
 

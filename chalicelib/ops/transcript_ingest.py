@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable
 
 from chalicelib.deps import Deps
 from chalicelib.ops.turn_writer import record_turns
 from chalicelib.store.conversations import NewTurn
+from chalicelib.transcript_file import turn_msg_id
 
 BATCH = 64
-
-
-def transcript_thread_id(text: str) -> str:
-    """A thread id derived from the file's content, so re-ingesting lands in the same thread."""
-    return "ingest-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def turn_msg_id(thread_id: str, index: int, role: str, content: str) -> str:
-    """Position-aware: two identical turns of one transcript stay two turns."""
-    digest = hashlib.sha256(f"{thread_id}\x1f{index}\x1f{role}\x1f{content}".encode()).hexdigest()
-    return f"t{index}-{digest[:24]}"
 
 
 def ingest_turns(

@@ -18,6 +18,7 @@ from chalicelib.store.conversations import (
     TurnVector,
     existing_copies,
     insert_turns,
+    turn_before,
     write_embeddings,
 )
 from chalicelib.store.pool import read_connection
@@ -82,19 +83,41 @@ def _existing(msg_id: str, state: str, now: datetime) -> Recorded:
     return Recorded(msg_id, now, True, "duplicate")
 
 
+def context_text(before: str, text: str) -> str:
+    """What a turn's context vector embeds: the end of the turn before it, then the turn."""
+    return (before[-(EMBED_CHARS // 2) :] + "\n" + text)[:EMBED_CHARS]
+
+
 def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str]:
-    """Embed first (fail-open), then store vectors under the lease; returns msg_ids removed
-    while the embedding ran, which get no late vector."""
+    """Embed each turn, and each in its context, in one batch (fail-open), then store vectors
+    under the lease; returns msg_ids removed while the embedding ran, which get no late
+    vector."""
     embedder = deps.embedder
     texts = [t.content[:EMBED_CHARS] for t in turns]
+    with read_connection(deps.pool) as conn:
+        before = turn_before(conn, turns[0], embedder.name, ts[turns[0].msg_id])
+    befores: list[tuple[str, str] | None] = []
+    for t, text in zip(turns, texts, strict=True):
+        befores.append(before)
+        before = (t.msg_id, text)
+    contexts = [context_text(b[1], text) for b, text in zip(befores, texts, strict=True) if b]
     try:
-        vectors: list = list(embedder.embed_documents(texts))
+        vectors: list = list(embedder.embed_documents(texts + contexts))
         error = None
     except EmbedderError as exc:
-        vectors, error = [None] * len(turns), str(exc)[:1000]
+        vectors, error = [None] * (len(turns) + len(contexts)), str(exc)[:1000]
+    in_context = iter(vectors[len(turns) :])
     items = [
-        TurnVector(t, ts[t.msg_id], text, vec, error)
-        for t, text, vec in zip(turns, texts, vectors, strict=True)
+        TurnVector(
+            t,
+            ts[t.msg_id],
+            text,
+            vec,
+            error,
+            context=next(in_context) if b else None,
+            context_of=b[0] if b else None,
+        )
+        for t, text, vec, b in zip(turns, texts, vectors[: len(turns)], befores, strict=True)
     ]
     if error is None:
         with deps.pool.connection() as conn:

@@ -118,10 +118,12 @@ class OpenAIEmbedder:
         base_url: str | None,
         api_key: str | None,
         ask_dimensions: bool = False,
+        timeout: float = 10.0,
     ):
         self.name = model
         self.dim = dim
         self._ask_dimensions = ask_dimensions
+        self._timeout = timeout
         self._base_url = base_url
         self._api_key = api_key
         self._client: Any = None
@@ -131,7 +133,10 @@ class OpenAIEmbedder:
             import openai
 
             self._client = openai.OpenAI(
-                base_url=self._base_url, api_key=self._api_key or "unset", max_retries=1
+                base_url=self._base_url,
+                api_key=self._api_key or "unset",
+                max_retries=1,
+                timeout=self._timeout,
             )
         return self._client
 
@@ -166,6 +171,7 @@ def build_embedder(settings: Settings) -> Embedder:
             ask_dimensions=bool(settings.embed_dim),
             base_url=settings.embed_base_url or settings.llm_base_url,
             api_key=settings.embed_api_key or settings.llm_api_key,
+            timeout=settings.embed_timeout_seconds,
         )
     if settings.embedder == "fake":
         return FakeEmbedder(settings.embed_dim or 256)

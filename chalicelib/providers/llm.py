@@ -71,10 +71,18 @@ class OpenAILLM:
 
     answers = True
 
-    def __init__(self, *, model: str, base_url: str | None, api_key: str | None):
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        timeout_seconds: float = 60.0,
+    ):
         self.name = model
         self._base_url = base_url
         self._api_key = api_key
+        self._timeout = timeout_seconds
         self._client: Any = None
 
     def _openai(self) -> Any:
@@ -82,7 +90,10 @@ class OpenAILLM:
             import openai
 
             self._client = openai.OpenAI(
-                base_url=self._base_url, api_key=self._api_key or "unset", max_retries=1
+                base_url=self._base_url,
+                api_key=self._api_key or "unset",
+                max_retries=1,
+                timeout=self._timeout,
             )
         return self._client
 
@@ -135,6 +146,9 @@ def build_llm(settings: Any) -> LLM:
     """The chat model the settings name."""
     if settings.llm_provider == "openai":
         return OpenAILLM(
-            model=settings.llm_model, base_url=settings.llm_base_url, api_key=settings.llm_api_key
+            model=settings.llm_model,
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key,
+            timeout_seconds=settings.llm_timeout_seconds,
         )
     return FakeLLM()

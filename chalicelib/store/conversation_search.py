@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from psycopg import Connection, sql
@@ -28,40 +28,60 @@ class TurnFilter:
     user_id: str | None = None
 
 
+Column = Literal["embedding", "context_embedding"]  # a turn alone, or in its context
+VECTOR_COLUMNS: tuple[Column, ...] = ("embedding", "context_embedding")
+
+
 def ensure_vector_index(conn: Connection, dim: int) -> None:
-    """The HNSW index for one dimension (vectors of several models share the column).
+    """The HNSW indexes for one dimension (vectors of several models share a column), over
+    turns alone and turns in their context.
 
     Run it in a transaction of its own, before any thread lease: building the index locks
     the table until commit, and a writer holding a lease would wait on it (a deadlock)."""
     if dim in _ensured_indexes:
         return
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {name} ON loom.conversation_embeddings"
-            " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-            " WHERE dim = {dim} AND tombstoned_at IS NULL AND embedding IS NOT NULL"
-        ).format(name=sql.Identifier(f"conversation_embeddings_hnsw_{dim}"), dim=sql.Literal(dim))
-    )
+    # Two first embeds of a dimension at once: the second waits for the first's index (IF NOT
+    # EXISTS alone races on the catalogue and fails one of them).
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('loom.vector_index'), %s)", (dim,))
+    for column in VECTOR_COLUMNS:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON loom.conversation_embeddings"
+                " USING hnsw (({column}::vector({dim})) vector_cosine_ops)"
+                " WHERE dim = {dim} AND tombstoned_at IS NULL AND {column} IS NOT NULL"
+            ).format(
+                name=sql.Identifier(vector_index_name(column, dim)),
+                column=sql.Identifier(column),
+                dim=sql.Literal(dim),
+            )
+        )
     _ensured_indexes.add(dim)
+
+
+def vector_index_name(column: Column, dim: int) -> str:
+    prefix = (
+        "conversation_embeddings_hnsw" if column == "embedding" else "conversation_context_hnsw"
+    )
+    return f"{prefix}_{dim}"
 
 
 _FILTER_FIELDS = ("agent", "thread_id", "run_id", "role", "user_id")
 
 
-def _filters(f: TurnFilter, alias: str) -> tuple[sql.Composable, dict[str, Any]]:
+def filter_params(f: TurnFilter, alias: str) -> tuple[sql.Composable, dict[str, Any]]:
     """The WHERE clause for a filter's shape (cached) and its parameters."""
-    present = _shape(f)
+    present = filter_shape(f)
     params: dict[str, Any] = {"org": f.org, "namespaces": list(f.namespaces)}
     params.update({name: getattr(f, name) for name in present})
-    return _where(alias, present), params
+    return scope_where(alias, present), params
 
 
-def _shape(f: TurnFilter) -> tuple[str, ...]:
+def filter_shape(f: TurnFilter) -> tuple[str, ...]:
     return tuple(name for name in _FILTER_FIELDS if getattr(f, name) is not None)
 
 
 @functools.cache
-def _where(alias: str, present: tuple[str, ...]) -> sql.Composable:
+def scope_where(alias: str, present: tuple[str, ...]) -> sql.Composable:
     col = sql.Identifier
     conds: list[sql.Composable] = [
         sql.SQL("{}.org = %(org)s AND {}.namespace = ANY(%(namespaces)s)").format(
@@ -73,11 +93,11 @@ def _where(alias: str, present: tuple[str, ...]) -> sql.Composable:
     return sql.SQL(" AND ").join(conds)
 
 
-def _embedded(dim: int) -> sql.Composable:
+def _embedded(dim: int, column: Column) -> sql.Composable:
     return sql.SQL(
         "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL"
-        " AND e.embedding IS NOT NULL"
-    ).format(dim=sql.Literal(dim))
+        " AND e.{column} IS NOT NULL"
+    ).format(dim=sql.Literal(dim), column=sql.Identifier(column))
 
 
 _large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
@@ -104,14 +124,15 @@ def bounded_exact_search(
     query_vec: np.ndarray,
     k: int,
     excerpt_chars: int,
+    column: Column = "embedding",
 ) -> list[dict[str, Any]] | None:
     """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
     turns; None (and the scope remembered as large for a minute) when it holds more."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
-            _bounded_query(_shape(f), dim),
+            _bounded_query(filter_shape(f), dim, column),
             {
-                **_filters(f, "e")[1],
+                **filter_params(f, "e")[1],
                 "model": model,
                 "q": query_vec,
                 "k": k,
@@ -130,14 +151,14 @@ def bounded_exact_search(
 
 
 @functools.cache
-def _bounded_query(shape: tuple[str, ...], dim: int) -> str:
+def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
     distance = sql.SQL("(s.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
         dim=sql.Literal(dim)
     )
     return (
         sql.SQL(
             # The scope carries only row ids and vectors: the rest is read for the top k.
-            "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.embedding"
+            "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.{column} AS embedding"
             " FROM loom.conversation_embeddings e WHERE {where} AND {embedded} LIMIT %(cap)s),"
             " top AS (SELECT s.rid, 1 - {distance} AS similarity FROM scope s"
             "  ORDER BY {distance}, s.msg_id LIMIT %(k)s)"
@@ -146,10 +167,11 @@ def _bounded_query(shape: tuple[str, ...], dim: int) -> str:
             " ORDER BY top.similarity DESC, e2.msg_id"
         )
         .format(
-            where=_where("e", shape),
-            embedded=_embedded(dim),
+            where=scope_where("e", shape),
+            embedded=_embedded(dim, column),
             returned=sql.SQL(_RETURNED),
             distance=distance,
+            column=sql.Identifier(column),
         )
         .as_string()
     )
@@ -165,10 +187,11 @@ def vector_search(
     k: int,
     excerpt_chars: int,
     exact: bool,
+    column: Column = "embedding",
 ) -> list[dict[str, Any]]:
     """Top-k embedded turns by cosine similarity, most similar first."""
-    _, params = _filters(f, "e")
-    query = _ranking_query(_shape(f), dim, exact)
+    _, params = filter_params(f, "e")
+    query = _ranking_query(filter_shape(f), dim, exact, column)
     params.update(model=model, q=query_vec, k=k, excerpt=excerpt_chars)
     wide = not exact and k > _DEFAULT_EF_SEARCH
     with conn.cursor(row_factory=dict_row) as cur:
@@ -184,9 +207,9 @@ def vector_search(
 
 
 @functools.cache
-def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool) -> str:
-    distance = sql.SQL("(e.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim)
+def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, column: Column) -> str:
+    distance = sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
+        dim=sql.Literal(dim), column=sql.Identifier(column)
     )
     # `+ 0` keeps the planner off the HNSW index: an exact scan of a small scope.
     order = sql.SQL("{} + 0").format(distance) if exact else distance
@@ -199,7 +222,12 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool) -> str:
             " FROM loom.conversation_embeddings e"
             " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
         )
-        .format(distance=distance, where=_where("e", shape), embedded=_embedded(dim), order=order)
+        .format(
+            distance=distance,
+            where=scope_where("e", shape),
+            embedded=_embedded(dim, column),
+            order=order,
+        )
         .as_string()
     )
 
@@ -208,7 +236,7 @@ def substring_search(
     conn: Connection, f: TurnFilter, *, needle: str, limit: int, offset: int
 ) -> list[dict[str, Any]]:
     """Live turns whose text contains `needle` (case-blind), newest first."""
-    where, params = _filters(f, "c")
+    where, params = filter_params(f, "c")
     escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     query = sql.SQL(
         "SELECT c.msg_id, c.thread_id, c.namespace, c.agent, c.role, c.user_id, c.run_id, c.ts,"

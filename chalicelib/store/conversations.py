@@ -12,6 +12,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from chalicelib.store.namespaces import conversation_logging_enabled
+from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "tombstoned"]
 TURN_COLUMNS = (
@@ -110,6 +111,10 @@ class TurnVector:
     text: str
     vector: np.ndarray | None
     error: str | None
+    # The vector of the turn read after the turn before it (`context_of`); the turn's own
+    # vector when there is none.
+    context: np.ndarray | None = None
+    context_of: str | None = None
 
 
 def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> set[str]:
@@ -132,9 +137,11 @@ def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> s
 # Written from the turn's live row, so a save that flagged the row meanwhile flags its vector.
 _INSERT_VECTOR = (
     "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
-    " agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved, saved_at)"
+    " agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved, saved_at,"
+    " context_embedding, context_of)"
     " SELECT c.org, c.namespace, c.thread_id, c.msg_id, %(model)s, c.agent, c.role, c.user_id,"
-    " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at"
+    " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at,"
+    " %(context)s, %(context_of)s"
     " FROM loom.conversations c WHERE c.org = %(org)s AND c.namespace = %(ns)s"
     " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = %(msg_id)s"
     " AND c.tombstoned_at IS NULL"
@@ -146,6 +153,7 @@ _INSERT_VECTOR = (
     " run_id = CASE WHEN e.is_saved THEN e.run_id ELSE EXCLUDED.run_id END,"
     " text = EXCLUDED.text, dim = EXCLUDED.dim,"
     " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
+    " context_embedding = EXCLUDED.context_embedding, context_of = EXCLUDED.context_of,"
     " is_saved = e.is_saved OR EXCLUDED.is_saved,"
     " saved_at = coalesce(e.saved_at, EXCLUDED.saved_at),"
     " tombstoned_at = NULL, created_at = now()"
@@ -170,6 +178,8 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
             "embedding": i.vector,
             "error": i.error,
             "ts": i.ts,
+            "context": i.vector if i.context is None else i.context,
+            "context_of": None if i.context is None else i.context_of,
         }
         for i in items
     ]
@@ -180,7 +190,30 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
             rows.extend(cur.fetchall())
             if not cur.nextset():
                 break
+    first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
+    rewrite_windows_from(
+        conn,
+        first.turn.org,
+        first.turn.namespace,
+        first.turn.thread_id,
+        model,
+        first.ts,
+        first.turn.msg_id,
+    )
     return rows
+
+
+def turn_before(
+    conn: Connection, scope: NewTurn, model: str, ts: datetime
+) -> tuple[str, str] | None:
+    """The msg_id and text of the thread's last turn search indexes before `ts`."""
+    row = conn.execute(
+        "SELECT msg_id, text FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL AND ts < %s"
+        " ORDER BY ts DESC, msg_id DESC LIMIT 1",
+        (scope.org, scope.namespace, scope.thread_id, model, ts),
+    ).fetchone()
+    return None if row is None else (row[0], row[1])
 
 
 def live_copies(conn: Connection, scope: NewTurn, msg_ids: list[str]) -> set[str]:
@@ -272,7 +305,7 @@ def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> di
 def _agent_clause(agent: str | None) -> sql.Composable:
     """One agent's copies, or (agent None) every agent's with a turn two agents logged once."""
     if agent is not None:
-        return sql.SQL("c.agent = {}").format(sql.Literal(agent))
+        return sql.SQL("c.agent = %(agent)s")  # a parameter: the name may hold a "%"
     return sql.SQL(
         "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = c.org"
         " AND o.namespace = c.namespace AND o.thread_id = c.thread_id AND o.msg_id = c.msg_id"
@@ -284,10 +317,12 @@ def count_live_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str | None
 ) -> int:
     query = sql.SQL(
-        "SELECT count(*) FROM loom.conversations c WHERE c.org = %s AND c.namespace = %s"
-        " AND c.thread_id = %s AND c.tombstoned_at IS NULL AND {}"
+        "SELECT count(*) FROM loom.conversations c WHERE c.org = %(org)s"
+        " AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.tombstoned_at IS NULL"
+        " AND {}"
     ).format(_agent_clause(agent))
-    row = conn.execute(query, (org, namespace, thread_id)).fetchone()
+    params = {"org": org, "ns": namespace, "thread": thread_id, "agent": agent}
+    row = conn.execute(query, params).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -328,6 +363,7 @@ def page_turns(
         "ns": namespace,
         "thread": thread_id,
         "run": run_id,
+        "agent": agent,
         "after_ts": after[0] if after else None,
         "after_id": after[1] if after else None,
         "limit": limit,
@@ -443,6 +479,8 @@ def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str,
         " RETURNING e.msg_id",
         (now, *scope),
     ).fetchall()
+    if rows:  # the windows of the turns around them no longer read their text
+        rewrite_thread_windows(conn, *scope)
     return len({r[0] for r in rows})
 
 
@@ -455,11 +493,13 @@ def live_thread_turns(
     """Every live turn of the thread (one agent's, or each turn once), oldest first."""
     query = sql.SQL(
         "SELECT c.agent, c.msg_id, c.role, c.content, c.metadata, c.is_saved, c.ts"
-        " FROM loom.conversations c WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s"
-        " AND c.tombstoned_at IS NULL AND {} ORDER BY c.ts, c.msg_id"
+        " FROM loom.conversations c WHERE c.org = %(org)s AND c.namespace = %(ns)s"
+        " AND c.thread_id = %(thread)s AND c.tombstoned_at IS NULL AND {}"
+        " ORDER BY c.ts, c.msg_id"
     ).format(_agent_clause(agent))
+    params = {"org": org, "ns": namespace, "thread": thread_id, "agent": agent}
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, (org, namespace, thread_id)).fetchall()
+        return cur.execute(query, params).fetchall()
 
 
 def insert_summary(conn: Connection, turn: NewTurn, ts: datetime) -> None:

@@ -11,19 +11,25 @@ DROPS_KEPT_DAYS = 30
 
 
 def record_drops(
-    conn: Connection, org: str, namespace: str, drops: list[tuple[str, str, int, str]]
+    conn: Connection,
+    org: str,
+    namespace: str,
+    drops: list[tuple[str, str, int, str]],
+    user_id: str = "-",
 ) -> None:
-    """(stage, reason, count, detail) rows."""
+    """(stage, reason, count, detail) rows; a detail may quote the user's words, so the row
+    names the user (erasure reaches it)."""
     if not drops:
         return
     conn.execute(
-        "INSERT INTO loom.memory_drops (org, namespace, stage, reason, count, detail)"
-        " SELECT %s, %s, d.stage, d.reason, d.count, d.detail"
+        "INSERT INTO loom.memory_drops (org, namespace, user_id, stage, reason, count, detail)"
+        " SELECT %s, %s, %s, d.stage, d.reason, d.count, d.detail"
         " FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[]) AS d(stage, reason, count,"
         " detail)",
         (
             org,
             namespace,
+            user_id,
             [d[0] for d in drops],
             [d[1] for d in drops],
             [d[2] for d in drops],

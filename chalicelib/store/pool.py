@@ -22,6 +22,9 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.autocommit = False
 
 
+_TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+
+
 @contextmanager
 def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
     """A pooled connection for reads: autocommit, so no COMMIT round trip."""
@@ -33,18 +36,34 @@ def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
             conn.autocommit = False
 
 
-def open_pool(database_url: str, *, max_size: int = 8, prepare: bool = True) -> ConnectionPool:
+def database_unavailable(exc: BaseException) -> bool:
+    """True for a failure of the database itself (gone, restarting, no free connection in time,
+    a transaction it rolled back): the caller may retry, so it answers 503, not 500."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    # No SQLSTATE: the client lost the connection or the pool timed out. Otherwise only the
+    # transient classes: connection (08), rollback (40), resources (53), operator (57).
+    return exc.sqlstate is None or exc.sqlstate[:2] in _TRANSIENT_SQLSTATE_CLASSES
+
+
+def open_pool(
+    database_url: str, *, max_size: int = 8, prepare: bool = True, timeout: float = 10.0
+) -> ConnectionPool:
     """Open a pool; `with pool.connection() as conn:` is one transaction, committed on exit.
 
     `prepare=False` turns server-side prepared statements off, as RDS Proxy and transaction
-    poolers need (LOOM_DATABASE_PREPARE=false).
+    poolers need (LOOM_DATABASE_PREPARE=false). A connection is checked as it is handed out, so
+    one left broken by a database restart is replaced instead of failing a request; a request
+    waits at most `timeout` seconds for a connection.
     """
     return ConnectionPool(
         database_url,
         min_size=1,
         max_size=max_size,
         configure=_configure,
-        kwargs={"prepare_threshold": 5 if prepare else None},
+        check=ConnectionPool.check_connection,
+        kwargs={"prepare_threshold": 5 if prepare else None, "connect_timeout": 5},
+        timeout=timeout,
         open=True,
         name="loom",
     )

@@ -10,6 +10,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.store.conversations import NewTurn
+from chalicelib.store.turn_windows import rewrite_windows_from
 
 LEXICAL_CHARS = 500_000  # a tsvector holds at most 1 MB; longer texts are indexed this far
 
@@ -120,6 +121,7 @@ def flag_embedding(
                 saved_at,
             ),
         )
+        rewrite_windows_from(conn, turn.org, turn.namespace, turn.thread_id, model, ts, turn.msg_id)
     else:
         conn.execute(
             "UPDATE loom.conversation_embeddings SET is_saved = true, saved_at = %s, user_id = %s"

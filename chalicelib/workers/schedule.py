@@ -19,6 +19,7 @@ class ScheduledWorker:
 
 def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
+    from chalicelib.workers.erasure import run_erasure_jobs
     from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs
     from chalicelib.workers.memory_maintenance import embed_missing, extract_entities
     from chalicelib.workers.observe_extract import distil_sessions
@@ -57,6 +58,7 @@ def scheduled_workers() -> list[ScheduledWorker]:
             lambda deps: deps.live().retention_interval_minutes * 60.0,
             purge_expired_conversations,
         ),
+        ScheduledWorker("erasure_worker", lambda deps: 60.0, run_erasure_jobs),
     ]
 
 

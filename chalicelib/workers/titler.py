@@ -66,7 +66,7 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str]:
         system = TITLER_SYSTEM + (policy_block(policy) if policy else "")
         answer = deps.llm.complete(system, transcript).text
     except LLMError as exc:
-        logger.warning("titler model call failed", extra={"thread": key[2], "error": str(exc)})
+        logger.warning("titler model call failed", extra={"thread_id": key[2], "error": str(exc)})
         return "failed", ""
     title = " ".join(answer.strip().strip("\"'").split())[:TITLE_CHARS]
     if not title:

@@ -62,6 +62,12 @@ class ConversationDeleteResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class ConversationGetLoggingResult(TypedDict, total=False):
+    namespace: str
+    enabled: bool
+    ignored_args: list[str]
+
+
 class ConversationGetResult(TypedDict, total=False):
     found: bool
     thread_id: str
@@ -84,6 +90,7 @@ class ConversationHit(TypedDict, total=False):
     role: str
     excerpt: str
     similarity: float | None
+    score: float | None
     agent: str
     user_id: str
     run_id: str
@@ -163,6 +170,35 @@ class ConversationUpdateResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class ErasureExportResult(TypedDict, total=False):
+    subject: dict[str, Any]
+    tables: dict[str, list[dict[str, Any]]]
+    not_exported: dict[str, str]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class ErasureRequestResult(TypedDict, total=False):
+    job_id: str
+    status: Literal["pending", "running", "done", "failed"]
+    kind: str
+    user_id: str | None
+    namespaces: list[str] | None
+    purge: bool
+    tombstoned: dict[str, int]
+    removed: dict[str, int]
+    last_error: str
+    created_at: str
+    finished_at: str | None
+    ignored_args: list[str]
+
+
+class ErasureStatusResult(TypedDict, total=False):
+    found: bool
+    job: JobOut | None
+    ignored_args: list[str]
+
+
 class EvidenceTurn(TypedDict, total=False):
     evidence_id: int
     version: int
@@ -197,6 +233,20 @@ class ExtractionPolicySetResult(TypedDict, total=False):
     effective: str
     namespace_policies: list[str]
     ignored_args: list[str]
+
+
+class JobOut(TypedDict, total=False):
+    job_id: str
+    status: Literal["pending", "running", "done", "failed"]
+    kind: str
+    user_id: str | None
+    namespaces: list[str] | None
+    purge: bool
+    tombstoned: dict[str, int]
+    removed: dict[str, int]
+    last_error: str
+    created_at: str
+    finished_at: str | None
 
 
 class MemoryBlacklistResult(TypedDict, total=False):
@@ -451,6 +501,7 @@ OPS: dict[str, tuple[str, Any]] = {
     "conversation.create": ("idempotent", ConversationCreateResult),
     "conversation.delete": ("idempotent", ConversationDeleteResult),
     "conversation.get": ("read", ConversationGetResult),
+    "conversation.get_logging": ("read", ConversationGetLoggingResult),
     "conversation.list": ("read", ConversationListResult),
     "conversation.list_saved_messages": ("read", ConversationListSavedMessagesResult),
     "conversation.save_message": ("idempotent", ConversationSaveMessageResult),
@@ -461,6 +512,9 @@ OPS: dict[str, tuple[str, Any]] = {
     "conversation.threads": ("read", ConversationThreadsResult),
     "conversation.unsave_message": ("idempotent", ConversationUnsaveMessageResult),
     "conversation.update": ("idempotent", ConversationUpdateResult),
+    "erasure.export": ("read", ErasureExportResult),
+    "erasure.request": ("idempotent", ErasureRequestResult),
+    "erasure.status": ("read", ErasureStatusResult),
     "extraction_policy.clear": ("idempotent", ExtractionPolicyClearResult),
     "extraction_policy.get": ("read", ExtractionPolicyGetResult),
     "extraction_policy.set": ("idempotent", ExtractionPolicySetResult),

@@ -163,3 +163,20 @@ def test_same_content_in_another_thread_or_role_is_a_new_turn(rec, pool, org):
         ("th-a", "user"),
         ("th-b", "user"),
     ]
+
+
+def test_get_logging_reads_the_switch_as_it_stands(t, api, deps, org):
+    """GIVEN a namespace nobody configured, then one an admin switched on and off again
+    WHEN a viewer reads conversation.get_logging
+    THEN it answers false (fail closed), true once switched on, false once off; another org's
+    switch for the same namespace name never shows.
+    """
+    read = {"namespace": NS, "as_": "viewer"}
+    first = t.ok("conversation.get_logging", **read)
+    assert (first["namespace"], first["enabled"]) == (NS, False)
+    t.ok("conversation.set_logging", namespace=NS, enabled=True, as_="admin")
+    assert t.ok("conversation.get_logging", **read)["enabled"] is True
+    other = Tenant.open(api, deps, f"{org}-other", logging_on=())
+    assert other.ok("conversation.get_logging", **read)["enabled"] is False
+    t.ok("conversation.set_logging", namespace=NS, enabled=False, as_="admin")
+    assert t.ok("conversation.get_logging", **read)["enabled"] is False

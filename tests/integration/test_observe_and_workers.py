@@ -80,8 +80,11 @@ def test_observe_extract_is_off_by_default_and_distils_crystallized_sessions_whe
         evidence = conn.execute(
             "SELECT role, content FROM loom.memory_evidence WHERE org = %s", (org,)
         ).fetchall()
-    assert distilled == 1 and again["distilled"] == 0
-    assert evidence and evidence[0][0] == "tool" and "deploy finished" in evidence[0][1]
+    # The pass reads every org (other tests' sessions too): this org's session was distilled
+    # once, and the second pass did not distil it again.
+    assert "distilled" in again
+    assert distilled == 1 and len(evidence) == 1
+    assert evidence[0][0] == "tool" and "deploy finished" in evidence[0][1]
 
 
 def test_entity_extractor_fills_rows_written_without_entities(deps, org, pool, client):

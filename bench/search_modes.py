@@ -1,0 +1,132 @@
+"""conversation.search's modes at scale: the p95 of a hybrid (and a lexical) query over one
+namespace of LoCoMo-like turns against a semantic one in the same run, questions interleaved."""
+
+from __future__ import annotations
+
+import time
+
+from bench import locomo
+from bench.harness import BenchDb, Figure, p95, say, without_vector_index
+from chalicelib.auth import local_caller
+from chalicelib.ops.turn_writer import context_text
+from chalicelib.providers.embedder import EMBED_CHARS, FakeEmbedder
+from chalicelib.registry import call
+from chalicelib.store.conversation_search import ensure_vector_index
+
+SIZES = {"quick": 10_000, "full": 100_000}
+QUERIES = {"quick": 60, "full": 200}
+THREAD_TURNS = 50
+MODES = ("semantic", "lexical", "hybrid")
+
+# Every window of the load at once, as the migration that added them computes them.
+_WINDOWS = (
+    "WITH w AS (SELECT thread_id, msg_id, loom.turn_window(ts, lag(text, 2) OVER t,"
+    "  lag(text, 1) OVER t, text, lead(text, 1) OVER t) AS doc"
+    "  FROM loom.conversation_embeddings WHERE org = %s"
+    "  WINDOW t AS (PARTITION BY thread_id ORDER BY ts, msg_id))"
+    " UPDATE loom.conversation_embeddings e SET window_tsv = w.doc,"
+    " window_len = loom.tsv_tokens(w.doc)"
+    " FROM w WHERE e.org = %s AND e.thread_id = w.thread_id AND e.msg_id = w.msg_id"
+)
+
+
+def _vec(v: object) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in v) + "]"  # type: ignore[attr-defined]
+
+
+def _load(db: BenchDb, org: str, n: int, embedder: FakeEmbedder) -> None:
+    texts = [locomo.turn_text(t) for conv in locomo.load() for t in conv.turns]
+    deps = db.deps_for(embedder)
+    with deps.pool.connection() as conn:
+        without_vector_index(conn, embedder.dim)
+        with conn.cursor() as cur:
+            for start in range(0, n, 10_000):
+                stop = min(start + 10_000, n)
+                say(f"search modes: loading turns {start:,}-{stop:,} of {n:,} ...")
+                rows = [(i, texts[i % len(texts)][:EMBED_CHARS]) for i in range(start, stop)]
+                own = embedder.embed_documents([t for _, t in rows])
+                before = [texts[(i - 1) % len(texts)] for i, _ in rows]
+                ctx = embedder.embed_documents(
+                    [
+                        context_text(b, t) if i % THREAD_TURNS else t
+                        for b, (i, t) in zip(before, rows, strict=True)
+                    ]
+                )
+                with cur.copy(
+                    "COPY loom.conversation_embeddings (org, namespace, thread_id, msg_id, model,"
+                    " agent, role, user_id, text, dim, embedding, context_embedding, ts)"
+                    " FROM STDIN"
+                ) as copy:
+                    for (i, text), v, c in zip(rows, own, ctx, strict=True):
+                        copy.write_row(
+                            (
+                                org,
+                                "big",
+                                f"t{i // THREAD_TURNS}",
+                                f"m{i:07d}",
+                                embedder.name,
+                                "a",
+                                "user" if i % 2 else "assistant",
+                                "-",
+                                text,
+                                embedder.dim,
+                                _vec(v),
+                                _vec(c),
+                                "2026-01-01T00:00:00Z",
+                            )
+                        )
+        say("search modes: writing the windows ...")
+        conn.execute(_WINDOWS, (org, org))
+        conn.commit()
+        say("search modes: building the HNSW indexes ...")
+        ensure_vector_index(conn, embedder.dim)
+    with deps.pool.connection() as conn:
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE loom.conversation_embeddings")
+        conn.autocommit = False
+
+
+def run(db: BenchDb, quick: bool) -> list[Figure]:
+    size = "quick" if quick else "full"
+    n = SIZES[size]
+    embedder = FakeEmbedder(384)
+    org = "bench-modes"
+    _load(db, org, n, embedder)
+    deps = db.deps_for(embedder)
+    caller = local_caller(org)
+    questions = [q.question for conv in locomo.load() for q in conv.questions]
+    questions = questions[: QUERIES[size]]
+    latency: dict[str, list[float]] = {m: [] for m in MODES}
+    say(f"search modes: {len(questions)} questions in each mode over {n:,} turns ...")
+    for q in questions:  # interleaved, so background work weighs on every mode alike
+        for mode in MODES:
+            body = {
+                "namespace": "big",
+                "agent": "*",
+                "query": q,
+                "top_k": 10,
+                "namespace_scope": "this",
+                "search_mode": mode,
+            }
+            start = time.perf_counter()
+            call("conversation.search", body, caller, deps)
+            latency[mode].append(time.perf_counter() - start)
+    semantic = p95(latency["semantic"]) * 1e3
+    return [
+        Figure(
+            f"hybrid search p95 @{n:,}",
+            p95(latency["hybrid"]) * 1e3,
+            "ms",
+            "semantic p95",
+            semantic,
+            "<= 3x",
+        ),
+        Figure(
+            f"lexical search p95 @{n:,}",
+            p95(latency["lexical"]) * 1e3,
+            "ms",
+            "semantic p95",
+            semantic,
+            "",
+        ),
+    ]

@@ -1,0 +1,141 @@
+// Start-up: find out who is calling (system.whoami), ask for a token when the server needs
+// one, then open the Conversations page for the chosen org, namespace and user.
+
+import { describe } from "./api.js";
+import { initBriefs, closeBrief, loadBriefs } from "./briefs.js";
+import { $, el, setError } from "./dom.js";
+import { initRecording, loadRecording } from "./recording.js";
+import { initSaved, loadSaved, resetSaved } from "./saved.js";
+import {
+  forgetToken,
+  prefs,
+  rememberNamespace,
+  saveToken,
+  savePrefs,
+  state,
+} from "./state.js";
+import { closeThread, initThread, openThread } from "./thread.js";
+import { initThreads, loadThreads, resetThreads } from "./threads.js";
+
+const DEFAULT_NAMESPACE = "default";
+
+function hashParams() {
+  return new URLSearchParams(location.hash.replace(/^#/, ""));
+}
+
+function writeHash(thread = null) {
+  const params = new URLSearchParams();
+  if (state.who && state.who.auth === "off") params.set("org", state.org);
+  params.set("ns", state.namespace);
+  if (thread) params.set("thread", thread);
+  history.replaceState(null, "", `#${params}`);
+}
+
+function describeIdentity(who) {
+  if (who.auth === "off") return `Single-user server · org ${state.org} · no sign-in needed`;
+  const parts = [`Signed in · org ${who.org}`, `role ${who.role}`];
+  if (who.namespace) parts.push(`namespace ${who.namespace}`);
+  if (who.read_user_id) parts.push(`user ${who.read_user_id}`);
+  return parts.join(" · ");
+}
+
+function fillNamespaces() {
+  const names = prefs().namespaces || [];
+  $("namespaces").replaceChildren(...names.map((n) => el("option", { value: n })));
+}
+
+/** Load every section for the current org, namespace and user; no brief is opened. */
+function openContext({ thread = null } = {}) {
+  rememberNamespace(state.namespace);
+  savePrefs({ org: state.org, user: state.user });
+  fillNamespaces();
+  writeHash(thread);
+  document.title = `${state.namespace} · Loom`;
+  resetThreads();
+  resetSaved();
+  closeThread();
+  closeBrief();
+  loadRecording();
+  loadThreads();
+  loadSaved();
+  loadBriefs();
+  if (thread) openThread({ namespace: state.namespace, threadId: thread, focus: false });
+}
+
+function showSignIn(message = "") {
+  $("sign-in").hidden = false;
+  $("context").hidden = true;
+  $("app").hidden = true;
+  $("sign-out").hidden = true;
+  $("identity").textContent = "Not signed in";
+  setError("sign-in-error", message);
+  $("token").focus();
+}
+
+async function start() {
+  let who;
+  try {
+    who = await state.api.call("system.whoami", {});
+  } catch (err) {
+    if (err.status === 401) return showSignIn(state.api.token ? describe(err) : "");
+    $("identity").textContent = `The server did not answer: ${describe(err)}`;
+    return;
+  }
+  state.who = who;
+  const saved = prefs();
+  const params = hashParams();
+  const own = who.auth === "off";
+  state.org = own ? params.get("org") || saved.org || who.org : who.org;
+  state.namespace = who.namespace || params.get("ns") || saved.namespaces?.[0] || DEFAULT_NAMESPACE;
+  state.user = who.read_user_id || saved.user || (own ? "local" : "");
+
+  $("sign-in").hidden = true;
+  $("sign-out").hidden = own;
+  $("identity").textContent = describeIdentity(who);
+  $("org-field").hidden = !own;
+  $("org").value = state.org;
+  $("namespace").value = state.namespace;
+  $("namespace").readOnly = Boolean(who.namespace);
+  $("user").value = state.user;
+  $("user").readOnly = Boolean(who.read_user_id);
+  $("context").hidden = false;
+  $("app").hidden = false;
+  openContext({ thread: params.get("thread") });
+}
+
+function init() {
+  initRecording();
+  initThreads();
+  initThread();
+  initSaved();
+  initBriefs();
+  $("sign-in-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    if (!token) return;
+    saveToken(token, $("remember").checked);
+    $("token").value = "";
+    start();
+  });
+  $("sign-out").addEventListener("click", () => {
+    forgetToken();
+    state.who = null;
+    showSignIn();
+  });
+  $("context").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const namespace = $("namespace").value.trim();
+    if (!namespace) return;
+    if (state.who.auth === "off") state.org = $("org").value.trim() || state.who.org;
+    state.namespace = namespace;
+    state.user = $("user").value.trim();
+    $("identity").textContent = describeIdentity(state.who);
+    openContext();
+  });
+  document.addEventListener("loom:thread-opened", (event) => {
+    if (event.detail.namespace === state.namespace) writeHash(event.detail.threadId);
+  });
+  start();
+}
+
+init();

@@ -1,0 +1,516 @@
+"""Erasure: the tables it reaches, the set-based statements that tombstone or purge a subject's
+rows, the job rows that track it, and the paged export of what is held about a subject.
+
+Every table holding a row that belongs to a person or a namespace is named here, in ERASED or
+in NOT_ERASED with the reason; a test compares both to the catalogue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from psycopg import Connection, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from chalicelib.store.turn_windows import rewrite_thread_windows
+
+Kind = Literal["user", "namespace_list"]
+
+
+@dataclass(frozen=True)
+class ErasedTable:
+    name: str  # schema-qualified
+    user_columns: tuple[str, ...]  # a row whose column equals the user belongs to that user
+    tombstone: str | None  # the column an erasure stamps; None: its rows are removed at once
+    key: tuple[str, ...]  # the primary key: export pages by it
+    by_brief_key: bool = False  # a brief bounded to a user is keyed ~<user>~...
+    exported: bool = True
+
+    @property
+    def ident(self) -> sql.Composable:
+        return sql.Identifier(*self.name.split("."))
+
+
+CONVERSATIONS = ErasedTable(
+    "loom.conversations",
+    ("user_id",),
+    "tombstoned_at",
+    ("namespace", "thread_id", "agent", "msg_id"),
+)
+EMBEDDINGS = ErasedTable(
+    "loom.conversation_embeddings",
+    ("user_id",),
+    "tombstoned_at",
+    ("namespace", "thread_id", "msg_id", "model"),
+    exported=False,  # the spec: erasure.export does not return embedding rows
+)
+THREADS = ErasedTable(
+    "loom.conversation_threads", ("user_id",), "tombstoned_at", ("namespace", "thread_id")
+)
+# Tables the generic step erases, in order (the conversation plane is one step before them).
+GENERIC = (
+    ErasedTable("loom.memories", ("user_id",), "retired_at", ("namespace", "user_id", "key")),
+    ErasedTable(
+        "loom.memory_versions", ("user_id",), None, ("namespace", "user_id", "key", "version")
+    ),
+    ErasedTable(
+        "loom.memory_evidence_links",
+        ("user_id",),
+        None,
+        ("namespace", "user_id", "key", "version", "evidence_id"),
+    ),
+    ErasedTable("loom.memory_evidence", ("user_id",), None, ("id",)),
+    ErasedTable("loom.memory_extraction_queue", ("user_id", "read_user_id"), None, ("queue_id",)),
+    ErasedTable("loom.memory_drops", ("user_id",), None, ("id",)),
+    ErasedTable("loom.observations", ("user_id",), None, ("id",)),
+    ErasedTable(
+        "loom.session_brief_revisions",
+        (),
+        None,
+        ("namespace", "brief_key", "revision"),
+        by_brief_key=True,
+    ),
+    ErasedTable(
+        "loom.session_briefs", (), "deleted_at", ("namespace", "brief_key"), by_brief_key=True
+    ),
+)
+ERASED = (CONVERSATIONS, EMBEDDINGS, THREADS, *GENERIC)
+
+# Tables with a user or namespace column that erasure leaves alone, and why.
+NOT_ERASED = {
+    "loom.namespaces": "the namespace's registration and recording switch, not data held in it",
+    "loom.tokens": "access grants (hashed); revoking one is the operator's separate decision",
+    "loom.audit_log": "hash-only trail of calls, erasures included; it must outlive them",
+    "loom.extraction_policies": "operator configuration; the spec keeps it past a namespace",
+    "loom.memory_blacklist": "operator configuration",
+    "loom.mcp_sessions": "an MCP client's connection state: its name and implicit run id",
+    "loom.erasure_jobs": "the record that an erasure happened: its subject and counts",
+}
+
+
+@dataclass(frozen=True)
+class Subject:
+    org: str
+    kind: Kind
+    user_id: str | None = None
+    namespaces: tuple[str, ...] | None = None  # None: every namespace of the org
+
+    def params(self) -> dict[str, Any]:
+        user = self.user_id or ""
+        return {
+            "org": self.org,
+            "namespaces": list(self.namespaces) if self.namespaces is not None else None,
+            "user": user,
+            "personal": f"@me:{user}",  # the user's personal collection is all theirs
+            "brief_prefix": f"~{user}~",
+        }
+
+
+def subject_match(table: ErasedTable, s: Subject, alias: str) -> sql.Composable:
+    """The WHERE clause selecting the subject's rows of `table` (any state)."""
+    a = sql.Identifier(alias)
+    parts: list[sql.Composable] = [sql.SQL("{}.org = %(org)s").format(a)]
+    if s.namespaces is not None:
+        parts.append(sql.SQL("{}.namespace = ANY(%(namespaces)s)").format(a))
+    if s.kind == "user":
+        owner: list[sql.Composable] = [
+            sql.SQL("{}.{} = %(user)s").format(a, sql.Identifier(col)) for col in table.user_columns
+        ]
+        if table.by_brief_key:
+            owner.append(sql.SQL("starts_with({}.brief_key, %(brief_prefix)s)").format(a))
+        owner.append(sql.SQL("{}.namespace = %(personal)s").format(a))
+        parts.append(sql.SQL("({})").format(sql.SQL(" OR ").join(owner)))
+    return sql.SQL(" AND ").join(parts)
+
+
+Counts = dict[str, int]
+
+
+# ---- the conversation plane, a batch of threads at a time ---------------------------------
+
+_BATCH = (
+    "batch AS (SELECT b.namespace, b.thread_id"
+    " FROM unnest(%(b_ns)s::text[], %(b_th)s::text[]) AS b(namespace, thread_id))"
+)
+# A live copy holds an embedding row when search indexes it (a user or assistant turn, or a
+# compaction summary) and its first 2,048 characters are the row's text (as a delete settles).
+_HOLDS = (
+    "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
+    " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
+    " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
+    " AND left(h.content, 2048) = e.text"
+)
+_IN_BATCH = "{a}.org = %(org)s AND {a}.namespace = b.namespace AND {a}.thread_id = b.thread_id"
+
+
+def _doomed(s: Subject) -> sql.Composable:
+    """The subject's turns in the batch, and (recursively) the compaction summaries built from
+    them: a summary holds their words. `own` is false for a summary."""
+    return sql.SQL(
+        "doomed AS (SELECT c.namespace, c.thread_id, c.agent, c.msg_id, true AS own"
+        " FROM loom.conversations c JOIN batch b ON " + _IN_BATCH.format(a="c") + " WHERE {subj}"
+        " UNION SELECT c.namespace, c.thread_id, c.agent, c.msg_id, false"
+        " FROM loom.conversations c JOIN doomed d ON c.org = %(org)s"
+        " AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
+        " WHERE c.role = 'system' AND c.metadata->'compacted_from' ? d.msg_id)"
+    ).format(subj=subject_match(CONVERSATIONS, s, "c"))
+
+
+def next_threads(
+    conn: Connection, s: Subject, after: tuple[str, str] | None, limit: int | None
+) -> list[tuple[str, str]]:
+    """The next threads (by namespace, thread_id) holding any row of the subject."""
+    branches = []
+    for table, alias in ((CONVERSATIONS, "c"), (EMBEDDINGS, "e"), (THREADS, "t")):
+        a = sql.Identifier(alias)
+        branches.append(
+            sql.SQL(
+                "SELECT {a}.namespace, {a}.thread_id FROM {t} {a} WHERE {subj}"
+                " AND (%(after_ns)s::text IS NULL"
+                "  OR ({a}.namespace, {a}.thread_id) > (%(after_ns)s, %(after_th)s))"
+            ).format(a=a, t=table.ident, subj=subject_match(table, s, alias))
+        )
+    query = sql.SQL(
+        "SELECT namespace, thread_id FROM ({}) s ORDER BY namespace, thread_id LIMIT %(limit)s"
+    ).format(sql.SQL(" UNION ").join(branches))
+    params = s.params() | {
+        "after_ns": after[0] if after else None,
+        "after_th": after[1] if after else None,
+        "limit": limit,
+    }
+    return [(r[0], r[1]) for r in conn.execute(query, params).fetchall()]
+
+
+def erase_threads(
+    conn: Connection,
+    s: Subject,
+    threads: list[tuple[str, str]],
+    *,
+    purge: bool,
+    now: datetime,
+) -> tuple[Counts, Counts]:
+    """Tombstone (and with `purge` remove) the subject's rows of these threads in the three
+    conversation tables, under each thread's lease; returns (tombstoned, removed) counts."""
+    params = s.params() | {
+        "b_ns": [t[0] for t in threads],
+        "b_th": [t[1] for t in threads],
+        "now": now,
+        # The spec: an expired turn's embedding row leaves disk only on a namespace_list purge.
+        "expired_too": purge and s.kind == "namespace_list",
+    }
+    # The same lease appends, saves, compaction and deletes take, in one order (no deadlock).
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(chr(31), %(org)s::text,"
+        " l.namespace, l.thread_id), 0)) FROM (SELECT * FROM unnest(%(b_ns)s::text[],"
+        " %(b_th)s::text[]) AS u(namespace, thread_id) ORDER BY 1, 2) l",
+        params,
+    )
+    subj_e = subject_match(EMBEDDINGS, s, "e")
+    subj_t = subject_match(THREADS, s, "t")
+    tomb: Counts = {}
+    tomb[CONVERSATIONS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH RECURSIVE " + _BATCH + ", {doomed}"
+            " UPDATE loom.conversations c SET tombstoned_at = %(now)s FROM doomed d"
+            " WHERE c.org = %(org)s AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
+            " AND c.agent = d.agent AND c.msg_id = d.msg_id AND c.tombstoned_at IS NULL"
+        ).format(doomed=_doomed(s)),
+        params,
+    )
+    # A subject's embedding row another user's live copy still holds passes to that copy.
+    _run(
+        conn,
+        sql.SQL(
+            "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e"
+            " SET (agent, role, user_id, run_id) = (SELECT h.agent, h.role, h.user_id, h.run_id"
+            "  FROM loom.conversations h WHERE " + _HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
+            " FROM batch b WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NULL"
+            " AND {subj} AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+        ).format(subj=subj_e),
+        params,
+    )
+    tomb[EMBEDDINGS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e SET tombstoned_at = %(now)s"
+            " FROM batch b WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NULL"
+            " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+            " AND ({subj} OR EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = e.org"
+            "  AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
+            "  AND c.msg_id = e.msg_id AND c.tombstoned_at = %(now)s))"
+        ).format(subj=subj_e),
+        params,
+    )
+    tomb[THREADS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH " + _BATCH + " UPDATE loom.conversation_threads t"
+            " SET tombstoned_at = %(now)s, updated_at = %(now)s FROM batch b"
+            " WHERE " + _IN_BATCH.format(a="t") + " AND t.tombstoned_at IS NULL AND {subj}"
+        ).format(subj=subj_t),
+        params,
+    )
+    # A title the titler wrote from turns now erased may quote them: it titles the thread again.
+    conn.execute(
+        "WITH " + _BATCH + " UPDATE loom.conversation_threads t SET title = '',"
+        " metadata = t.metadata - 'title_refused', title_claimed_until = NULL FROM batch b"
+        " WHERE " + _IN_BATCH.format(a="t") + " AND t.tombstoned_at IS NULL"
+        " AND t.origin = 'titler' AND (t.title <> '' OR t.metadata ? 'title_refused')"
+        " AND EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = t.org"
+        "  AND c.namespace = t.namespace AND c.thread_id = t.thread_id"
+        "  AND c.tombstoned_at = %(now)s)",
+        params,
+    )
+    removed = _purge_threads(conn, s, params) if purge else {}
+    for namespace, thread_id in threads:  # no window or context vector keeps erased text
+        rewrite_thread_windows(conn, s.org, namespace, thread_id)
+    return tomb, removed
+
+
+def _purge_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> Counts:
+    """Remove the rows the tombstoning step left tombstoned (the caller holds the leases)."""
+    subj_e = subject_match(EMBEDDINGS, s, "e")
+    removed: Counts = {}
+    removed[EMBEDDINGS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH RECURSIVE " + _BATCH + ", {doomed}"
+            " DELETE FROM loom.conversation_embeddings e USING batch b"
+            " WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NOT NULL"
+            " AND ({subj} OR EXISTS (SELECT 1 FROM doomed d WHERE NOT d.own"
+            "  AND d.namespace = e.namespace AND d.thread_id = e.thread_id"
+            "  AND d.msg_id = e.msg_id))"
+            " AND (%(expired_too)s OR EXISTS (SELECT 1 FROM loom.conversations c"
+            "  WHERE c.org = e.org AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
+            "  AND c.msg_id = e.msg_id))"
+        ).format(doomed=_doomed(s), subj=subj_e),
+        params,
+    )
+    removed[CONVERSATIONS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH RECURSIVE " + _BATCH + ", {doomed}"
+            " DELETE FROM loom.conversations c USING doomed d WHERE c.org = %(org)s"
+            " AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
+            " AND c.agent = d.agent AND c.msg_id = d.msg_id"
+        ).format(doomed=_doomed(s)),
+        params,
+    )
+    removed[THREADS.name] = _run(
+        conn,
+        sql.SQL(
+            "WITH " + _BATCH + " DELETE FROM loom.conversation_threads t USING batch b"
+            " WHERE " + _IN_BATCH.format(a="t") + " AND {subj}"
+        ).format(subj=subject_match(THREADS, s, "t")),
+        params,
+    )
+    return removed
+
+
+def _run(conn: Connection, query: sql.Composed, params: dict[str, Any]) -> int:
+    return conn.execute(query, params).rowcount
+
+
+# ---- every other table, a batch of rows at a time ------------------------------------------
+
+
+def erase_table(
+    conn: Connection,
+    table: ErasedTable,
+    s: Subject,
+    *,
+    purge: bool,
+    now: datetime,
+    limit: int | None,
+) -> tuple[Literal["tombstoned", "removed"], int]:
+    """Tombstone up to `limit` of the subject's live rows (a table with a tombstone column,
+    without `purge`), else remove up to `limit` of its rows; returns what was done and how many."""
+    params = s.params() | {"now": now, "limit": limit}
+    subj = subject_match(table, s, "x")
+    if table.tombstone is not None and not purge:
+        col = sql.Identifier(table.tombstone)
+        query = sql.SQL(
+            "UPDATE {t} SET {col} = %(now)s WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM {t} x"
+            " WHERE {subj} AND x.{col} IS NULL LIMIT %(limit)s))"
+        ).format(t=table.ident, col=col, subj=subj)
+        return "tombstoned", _run(conn, query, params)
+    query = sql.SQL(
+        "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM {t} x WHERE {subj}"
+        " LIMIT %(limit)s))"
+    ).format(t=table.ident, subj=subj)
+    return "removed", _run(conn, query, params)
+
+
+def count_rows(conn: Connection, s: Subject, cap: int) -> int:
+    """How many rows the subject holds across the erased tables, counted up to `cap` + 1."""
+    parts = [
+        sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {t} x WHERE {subj} LIMIT %(cap)s) q").format(
+            t=t.ident, subj=subject_match(t, s, "x")
+        )
+        for t in ERASED
+    ]
+    query = sql.SQL("SELECT sum(n) FROM ({}) AS c(n)").format(sql.SQL(" UNION ALL ").join(parts))
+    row = conn.execute(query, s.params() | {"cap": cap + 1}).fetchone()
+    return min(int(row[0] or 0) if row else 0, cap + 1)
+
+
+def clock(conn: Connection) -> datetime:
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
+
+
+# ---- jobs ----------------------------------------------------------------------------------
+
+_JOB = (
+    "job_id, org, kind, user_id, namespaces, purge, subject_sha256, status, step, thread_cursor,"
+    " tombstoned, removed, requested_by, attempts, last_error, created_at, updated_at, finished_at"
+)
+
+
+def open_job(
+    conn: Connection,
+    *,
+    job_id: str,
+    s: Subject,
+    purge: bool,
+    subject_sha256: str,
+    requested_by: str,
+    status: Literal["pending", "running"],
+    lease_seconds: int,
+) -> tuple[dict[str, Any], bool]:
+    """A new job for the subject, or the one still open for it; (job, created)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            f"INSERT INTO loom.erasure_jobs (job_id, org, kind, user_id, namespaces, purge,"
+            f" subject_sha256, status, requested_by, lease_until, attempts)"
+            f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            f"  CASE WHEN %s = 'running' THEN now() + make_interval(secs => %s) END,"
+            f"  CASE WHEN %s = 'running' THEN 1 ELSE 0 END)"
+            f" ON CONFLICT (org, subject_sha256) WHERE status IN ('pending', 'running')"
+            f" DO NOTHING RETURNING {_JOB}",
+            (job_id, s.org, s.kind, s.user_id, list(s.namespaces) if s.namespaces else None,
+             purge, subject_sha256, status, requested_by, status, lease_seconds, status),
+        ).fetchone()  # fmt: skip
+        if row is not None:
+            return row, True
+        existing = cur.execute(
+            f"SELECT {_JOB} FROM loom.erasure_jobs WHERE org = %s AND subject_sha256 = %s"
+            " AND status IN ('pending', 'running')",
+            (s.org, subject_sha256),
+        ).fetchone()
+    if existing is None:  # it finished between the two statements: ask again
+        return open_job(
+            conn,
+            job_id=job_id,
+            s=s,
+            purge=purge,
+            subject_sha256=subject_sha256,
+            requested_by=requested_by,
+            status=status,
+            lease_seconds=lease_seconds,
+        )
+    return existing, False
+
+
+def get_job(conn: Connection, org: str, job_id: str) -> dict[str, Any] | None:
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            f"SELECT {_JOB} FROM loom.erasure_jobs WHERE org = %s AND job_id = %s",
+            (org, job_id),
+        ).fetchone()
+
+
+def claim_due_job(conn: Connection, lease_seconds: int) -> dict[str, Any] | None:
+    """Take the oldest pending job, or a running one whose lease ran out."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "UPDATE loom.erasure_jobs SET status = 'running', attempts = attempts + 1,"
+            " lease_until = clock_timestamp() + make_interval(secs => %s), updated_at = now()"
+            " WHERE job_id = (SELECT job_id FROM loom.erasure_jobs"
+            "  WHERE status = 'pending' OR (status = 'running' AND lease_until < clock_timestamp())"
+            "  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            f" RETURNING {_JOB}",
+            (lease_seconds,),
+        ).fetchone()
+
+
+def save_progress(
+    conn: Connection,
+    job: dict[str, Any],
+    *,
+    lease_seconds: int,
+    done: bool,
+) -> None:
+    """Store the job's step, cursor and counts (in the transaction of the batch they count)."""
+    cursor = job["thread_cursor"]
+    conn.execute(
+        "UPDATE loom.erasure_jobs SET step = %s, thread_cursor = %s, tombstoned = %s,"
+        " removed = %s, updated_at = now(), last_error = '',"
+        " status = CASE WHEN %s THEN 'done' ELSE status END,"
+        " finished_at = CASE WHEN %s THEN clock_timestamp() END,"
+        " lease_until = CASE WHEN %s THEN NULL"
+        "  ELSE clock_timestamp() + make_interval(secs => %s) END"
+        " WHERE job_id = %s",
+        (job["step"], list(cursor) if cursor else None, Jsonb(job["tombstoned"]),
+         Jsonb(job["removed"]), done, done, done, lease_seconds, job["job_id"]),
+    )  # fmt: skip
+
+
+def release_job(conn: Connection, job_id: str, *, error: str, failed: bool) -> None:
+    """Let another pass take the job up at once (or end it failed)."""
+    conn.execute(
+        "UPDATE loom.erasure_jobs SET lease_until = clock_timestamp(), last_error = %s,"
+        " status = CASE WHEN %s THEN 'failed' ELSE status END, updated_at = now()"
+        " WHERE job_id = %s AND status = 'running'",
+        (error[:2000], failed, job_id),
+    )
+
+
+# ---- export --------------------------------------------------------------------------------
+
+
+def exported_columns(conn: Connection, table: ErasedTable) -> list[str]:
+    """Every column but vectors and search indexes (derived, and no one's words)."""
+    schema, name = table.name.split(".")
+    rows = conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+        " AND table_name = %s AND udt_name NOT IN ('vector', 'tsvector')"
+        " ORDER BY ordinal_position",
+        (schema, name),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def export_page(
+    conn: Connection,
+    table: ErasedTable,
+    s: Subject,
+    *,
+    include_tombstoned: bool,
+    after: list[Any] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Up to `limit` of the subject's rows of `table`, by primary key after `after`."""
+    cols = exported_columns(conn, table)
+    conds = [subject_match(table, s, "x")]
+    if table.tombstone is not None and not include_tombstoned:
+        conds.append(sql.SQL("x.{} IS NULL").format(sql.Identifier(table.tombstone)))
+    key = sql.SQL(", ").join(sql.SQL("x.{}").format(sql.Identifier(k)) for k in table.key)
+    params = s.params() | {"limit": limit}
+    if after is not None:
+        marks = sql.SQL(", ").join(sql.Placeholder(f"k{i}") for i in range(len(after)))
+        conds.append(sql.SQL("({}) > ({})").format(key, marks))
+        params.update({f"k{i}": v for i, v in enumerate(after)})
+    query = sql.SQL("SELECT {cols} FROM {t} x WHERE {where} ORDER BY {key} LIMIT %(limit)s").format(
+        cols=sql.SQL(", ").join(sql.SQL("x.{}").format(sql.Identifier(c)) for c in cols),
+        t=table.ident,
+        where=sql.SQL(" AND ").join(conds),
+        key=key,
+    )
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, params).fetchall()

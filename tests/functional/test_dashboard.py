@@ -1,0 +1,654 @@
+"""The dashboard in a real browser: Debian's headless chromium, driven by Playwright, against
+`loom serve` on the test database. Every test uses its own org; screenshots of the main views
+land in build/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from chalicelib.auth import mint_token
+from chalicelib.providers.llm import LLMResult
+from tests.live_server import ROOT, live_server
+
+SHOTS = ROOT / "build" / "screenshots"
+HIGH = "the vault password=hunter22 opens it"
+
+
+def find_chromium() -> str | None:
+    """LOOM_CHROMIUM, else Debian's chromium on the PATH."""
+    named = os.environ.get("LOOM_CHROMIUM")
+    if named:
+        return named if Path(named).exists() else None
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium found: `make test` installs Debian's chromium with apt-get where it can;"
+    " install it (apt-get install chromium) or set LOOM_CHROMIUM=/path/to/chromium",
+)
+
+
+# ---- the server, the browser and the API ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(database_url: str) -> Iterator[str]:
+    """A single-user server, as `make run` starts one."""
+    with live_server(database_url) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+class Page:
+    """One browser tab, and the requests it made: the op names it called and every URL."""
+
+    def __init__(self, browser, base: str, width: int = 1280, height: int = 900):
+        self.base = base
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.tab = self.context.new_page()
+        self.tab.set_default_timeout(20000)  # a loaded CI machine, not a slow page
+        self.urls: list[str] = []
+        self.ops: list[tuple[str, dict[str, Any]]] = []
+        self.errors: list[str] = []
+        self.tab.on("request", self._request)
+        self.tab.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def _request(self, request) -> None:
+        self.urls.append(request.url)
+        path = urlsplit(request.url).path
+        if path.startswith("/v1/"):
+            self.ops.append((path[4:], json.loads(request.post_data or "{}")))
+
+    def calls(self, op: str) -> list[dict[str, Any]]:
+        return [body for name, body in self.ops if name == op]
+
+    def open(self, org: str, namespace: str, extra: str = "") -> None:
+        self.tab.goto(f"{self.base}/#org={org}&ns={namespace}{extra}")
+        self.wait_idle()
+
+    def wait_idle(self) -> None:
+        """Until no request of the page is in flight (it marks itself aria-busy meanwhile)."""
+        self.tab.wait_for_function(
+            "() => document.getElementById('app').getAttribute('aria-busy') === 'false'"
+        )
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.tab.screenshot(path=str(SHOTS / f"dashboard-{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def page(browser, server) -> Iterator[Page]:
+    tab = Page(browser, server)
+    yield tab
+    tab.context.close()
+    assert tab.errors == [], tab.errors
+
+
+def wait_for_text(tab, selector: str, text: str) -> None:
+    tab.wait_for_function(
+        "([sel, text]) => document.querySelector(sel).textContent.includes(text)",
+        arg=[selector, text],
+    )
+
+
+def call(base: str, op: str, token: str | None = None, **body: Any) -> dict[str, Any]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(f"{base}/v1/{op}", json.dumps(body).encode(), headers)
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def append(base: str, org: str, thread: str, role: str, content: str, **more: Any) -> dict:
+    return call(
+        base,
+        "conversation.append",
+        org=org,
+        namespace="support",
+        agent="bot",
+        thread_id=thread,
+        role=role,
+        content=content,
+        **more,
+    )
+
+
+def record(base: str, org: str, namespace: str = "support") -> None:
+    call(base, "conversation.set_logging", org=org, namespace=namespace, enabled=True)
+
+
+# ---- first visit ---------------------------------------------------------------------------
+
+
+def test_a_first_visit_shows_the_conversations_page_with_only_its_own_origin(page, org):
+    """GIVEN a single-user server WHEN someone opens / with no token THEN the Conversations
+    page shows the namespace picker, a Record switch that is not on, an empty thread list,
+    every control labelled, and the page fetched nothing from any other origin."""
+    response = page.tab.goto(page.base + "/")
+    assert response is not None and response.status == 200
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp
+    page.tab.wait_for_selector("#context:not([hidden])")
+    page.tab.fill("#org", org)
+    page.tab.fill("#namespace", "support")
+    page.tab.click("#context button[type=submit]")
+    page.wait_idle()
+
+    tab = page.tab
+    assert "Single-user server" in tab.inner_text("#identity")
+    assert tab.is_visible("#namespace") and tab.input_value("#namespace") == "support"
+    switch = tab.locator("#recording-switch")
+    assert switch.get_attribute("role") == "switch"
+    assert switch.get_attribute("aria-checked") == "false"
+    assert tab.inner_text("#recording-state") != "On"
+    assert tab.is_visible("#threads-empty")
+    assert tab.is_hidden("#sign-in")
+    unlabelled = tab.evaluate(
+        """() => [...document.querySelectorAll('input, select, button')]
+          .filter(e => e.offsetParent !== null)
+          .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                        && !e.getAttribute('aria-labelledby') && !e.textContent.trim())
+          .map(e => e.id || e.outerHTML.slice(0, 60))"""
+    )
+    assert unlabelled == []
+    origin = page.base
+    assert page.urls and all(u.startswith(origin) for u in page.urls), page.urls
+    page.shot("first-visit")
+
+
+def test_asset_route_serves_only_the_dashboards_own_files(server):
+    """GIVEN the server WHEN a browser asks for a file beside the dashboard's own, or for a
+    path that climbs out of its folder THEN it gets a 404, never a file of the package."""
+    with urllib.request.urlopen(f"{server}/dashboard/main.js") as resp:
+        assert resp.headers["Content-Type"].startswith("text/javascript")
+    for name in ("__init__.py", "..%2F__init__.py", "%2E%2E", "missing.js"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{server}/dashboard/{name}")
+        assert err.value.code in (403, 404)
+
+
+# ---- recording, threads and titles ---------------------------------------------------------
+
+
+class Titler:
+    """The model the scheduled titler asks: names a thread after the ledger it talks about."""
+
+    name = "dashboard-titler"
+    answers = True
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def complete(self, system, user, *, json_output=False, model=None) -> LLMResult:
+        # Another test's thread is left untitled (an empty answer titles nothing).
+        title = '"Moving invoices to the new ledger"' if self.marker in user else ""
+        return LLMResult(text=title, model=self.name)
+
+
+def run_titler(client) -> dict:
+    event = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    return client.lambda_.invoke("conversation_titler", event).payload
+
+
+def test_recording_switch_then_an_appended_thread_appears_and_takes_its_title(
+    page, server, org, deps, client
+):
+    """GIVEN a namespace that does not record WHEN the admin flips Record conversations on,
+    an agent appends four turns and the scheduled titler runs THEN the append is kept, the
+    thread appears newest first as untitled, then under the titler's title; flipping the
+    switch off makes appends go unkept again."""
+    page.open(org, "support")
+    tab = page.tab
+    assert append(server, org, "before", "user", "hello")["stored"] is False
+
+    tab.click("#recording-switch")
+    tab.wait_for_selector("#recording-switch[aria-checked=true]")
+    assert tab.inner_text("#recording-state") == "On"
+    assert page.calls("conversation.set_logging")[-1]["enabled"] is True
+
+    marker = f"ledger{org[-6:]}"
+    for i, (role, text) in enumerate(
+        [
+            ("user", f"We moved invoices to the new {marker} ledger."),
+            ("assistant", "Noted; I will update the export job."),
+            ("user", "Also the March statements."),
+            ("assistant", "Done: March statements now read from the new ledger."),
+        ]
+    ):
+        assert append(server, org, "move", role, text, msg_id=f"m{i}")["stored"] is True
+    tab.click("#threads-refresh")
+    item = tab.locator('#threads .item[data-thread="move"]')
+    item.wait_for()
+    assert item.locator(".title").inner_text() == "Untitled"
+    assert "4 messages" in item.inner_text()
+    assert "new ledger" in item.locator(".excerpt").inner_text()
+
+    deps._llm = Titler(marker)
+    assert run_titler(client)["titled"] >= 1
+    tab.click("#threads-refresh")
+    tab.wait_for_selector('#threads .item[data-thread="move"] .title:not(.untitled)')
+    assert item.locator(".title").inner_text() == "Moving invoices to the new ledger"
+    page.shot("threads")
+
+    tab.click("#recording-switch")
+    tab.wait_for_selector("#recording-switch[aria-checked=false]")
+    assert tab.inner_text("#recording-state") == "Off"
+    assert append(server, org, "after", "user", "bye")["stored"] is False
+
+
+def test_the_switch_fails_closed(page, server, org):
+    """GIVEN recording turned on from the page in one namespace WHEN the user moves to another
+    namespace THEN the switch shows that namespace's own state (off), and the first one's (on)
+    on the way back; WHEN a switch write fails, or the server's read of the switch fails, THEN
+    the switch never shows on; only a read that says on shows on."""
+    page.open(org, "support")
+    tab = page.tab
+    tab.click("#recording-switch")
+    tab.wait_for_selector("#recording-switch[aria-checked=true]")
+
+    tab.fill("#namespace", "elsewhere")
+    tab.click("#context button[type=submit]")
+    page.wait_idle()
+    assert tab.get_attribute("#recording-switch", "aria-checked") == "false"
+    assert tab.inner_text("#recording-state") == "Off"
+
+    tab.route(
+        "**/v1/conversation.set_logging",
+        lambda route: route.fulfill(status=503, body='{"error":{"code":"x","message":"down"}}'),
+    )
+    tab.click("#recording-switch")
+    tab.wait_for_selector("#recording-error:not(:empty)")
+    assert tab.get_attribute("#recording-switch", "aria-checked") == "false"
+    assert tab.inner_text("#recording-state") != "On"
+    tab.unroute("**/v1/conversation.set_logging")
+
+    # A failed read of the switch is shown as unknown (off), never as on.
+    answers = iter([{"status": 500, "body": "{}"}])
+    tab.route(
+        "**/v1/conversation.get_logging",
+        lambda route: route.fulfill(content_type="application/json", **next(answers)),
+    )
+    tab.fill("#namespace", "support")
+    tab.click("#context button[type=submit]")
+    page.wait_idle()
+    assert tab.get_attribute("#recording-switch", "aria-checked") == "false"
+    assert tab.inner_text("#recording-state").startswith("Unknown")
+    tab.unroute("**/v1/conversation.get_logging")
+    tab.click("#context button[type=submit]")
+    tab.wait_for_selector("#recording-switch[aria-checked=true]")
+    assert tab.inner_text("#recording-state") == "On"
+
+
+# ---- a thread, saving and the Saved panel --------------------------------------------------
+
+
+def contrast(tab, selector: str) -> float:
+    """The WCAG contrast ratio of an element's text against the background it sits on."""
+    return tab.evaluate(
+        """(sel) => {
+          const el = document.querySelector(sel);
+          const rgb = s => s.match(/[\\d.]+/g).map(Number);
+          const lum = ([r, g, b]) => {
+            const c = [r, g, b].map(v => { v /= 255;
+              return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+            return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+          };
+          let node = el, bg = null;
+          while (node && !bg) {
+            const c = rgb(getComputedStyle(node).backgroundColor);
+            if (c.length < 4 || c[3] > 0) bg = c;
+            node = node.parentElement;
+          }
+          bg = bg || [255, 255, 255];
+          const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg);
+          return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        }""",
+        selector,
+    )
+
+
+def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(page, server, org):
+    """GIVEN a recorded thread with a compaction summary, user and assistant turns (one with
+    reasoning) and a tool turn WHEN the user opens it from the list with the keyboard, saves
+    the assistant's answer, searches the Saved panel, reloads, and unsaves it THEN roles are
+    drawn apart, reasoning is folded, the summary is marked, saved state comes from one
+    saved_status call per page, and the Saved panel follows every change."""
+    record(server, org)
+    append(
+        server,
+        org,
+        "t",
+        "system",
+        "Summary: the customer asked about refunds.",
+        msg_id="s0",
+        metadata={"compacted_from": ["a", "b", "c"]},
+    )
+    append(server, org, "t", "user", "Where do invoices live now?", msg_id="u1")
+    append(
+        server,
+        org,
+        "t",
+        "assistant",
+        "Invoices live in the quartz ledger since March.",
+        msg_id="a1",
+        reasoning="The migration note says quartz.",
+    )
+    append(server, org, "t", "tool", '{"rows": 3}', msg_id="x1")
+    page.open(org, "support")
+    tab = page.tab
+
+    tab.focus('#threads .item[data-thread="t"]')
+    tab.keyboard.press("Enter")
+    tab.wait_for_selector('#messages li[data-msg="a1"]')
+    page.wait_idle()
+    assert tab.inner_text("#thread-title") == "Thread t"  # untitled: the id, not a turn's text
+    assert len(page.calls("conversation.saved_status")) == 1
+    assert set(page.calls("conversation.saved_status")[0]["message_ids"]) == {"u1", "a1"}
+
+    user, assistant = tab.locator('li[data-msg="u1"]'), tab.locator('li[data-msg="a1"]')
+    assert user.locator(".role").inner_text().lower() == "user"
+    assert assistant.locator(".role").inner_text().lower() == "assistant"
+    backgrounds = {
+        tab.eval_on_selector(f'li[data-msg="{m}"]', "e => getComputedStyle(e).backgroundColor")
+        for m in ("u1", "a1", "s0", "x1")
+    }
+    assert len(backgrounds) == 4
+    reasoning = assistant.locator("details")
+    assert reasoning.get_attribute("open") is None
+    assert not reasoning.locator("pre").is_visible()
+    reasoning.locator("summary").click()
+    assert reasoning.locator("pre").inner_text() == "The migration note says quartz."
+    assert "Compaction summary" in tab.locator('li[data-msg="s0"] .badge').inner_text()
+    assert tab.locator('li[data-msg="x1"] button.save').count() == 0
+    for sel in (
+        'li[data-msg="u1"] .role',
+        'li[data-msg="a1"] .role',
+        'li[data-msg="a1"] time',
+        'li[data-msg="s0"] .badge',
+        "#thread-meta",
+        "#recording-note",
+        'li[data-msg="a1"] .content',
+    ):
+        assert contrast(tab, sel) >= 4.5, sel
+
+    save = assistant.locator("button.save")
+    assert save.get_attribute("aria-pressed") == "false"
+    save.click()
+    tab.wait_for_selector('li[data-msg="a1"] button.save[aria-pressed=true]')
+    saved_item = tab.locator('#saved .item[data-msg="a1"]')
+    saved_item.wait_for()
+    assert "quartz ledger" in saved_item.inner_text()
+    tab.click('li[data-msg="u1"] button.save')
+    tab.locator('#saved .item[data-msg="u1"]').wait_for()
+    page.shot("thread")
+
+    with tab.expect_response("**/v1/conversation.search_saved_messages"):
+        tab.fill("#saved-query", "quartz")
+    assert page.calls("conversation.search_saved_messages")[-1]["query"] == "quartz"
+    tab.wait_for_function("() => document.querySelector('#saved .item').dataset.msg === 'a1'")
+    page.shot("saved")
+    with tab.expect_response("**/v1/conversation.list_saved_messages"):
+        tab.fill("#saved-query", "")
+    tab.wait_for_function("() => document.querySelectorAll('#saved .item').length === 2")
+
+    page.ops.clear()
+    tab.reload()
+    tab.wait_for_selector('li[data-msg="a1"] button.save[aria-pressed=true]')
+    page.wait_idle()
+    assert tab.get_attribute('li[data-msg="u1"] button.save', "aria-pressed") == "true"
+    assert len(page.calls("conversation.saved_status")) == 1  # one call, not one per message
+    assert page.calls("session.brief_get") == []
+
+    tab.click('li[data-msg="a1"] button.save')
+    tab.wait_for_selector('li[data-msg="a1"] button.save[aria-pressed=false]')
+    tab.wait_for_function("() => document.querySelectorAll('#saved .item').length === 1")
+    listed = call(
+        server,
+        "conversation.list_saved_messages",
+        org=org,
+        namespace="support",
+        agent="x",
+        user_id="local",
+    )
+    assert [r["message_id"] for r in listed["rows"]] == ["u1"]
+
+    # Withdrawn from the Saved panel: the thread's toggle follows.
+    tab.click("#saved .saved-row button:not(.item)")
+    tab.wait_for_selector('li[data-msg="u1"] button.save[aria-pressed=false]')
+    tab.wait_for_selector("#saved-empty:not([hidden])")
+
+
+def test_search_finds_a_turn_and_opens_its_thread(page, server, org):
+    """GIVEN two recorded threads WHEN the user searches for words of one turn THEN the hit
+    shows that turn's excerpt and opening it shows its thread."""
+    record(server, org)
+    append(server, org, "billing", "user", "The refund for the duplicate invoice is done.")
+    append(server, org, "weather", "user", "Sunny with a light breeze tomorrow.")
+    page.open(org, "support")
+    tab = page.tab
+    tab.fill("#search-query", "duplicate invoice refund")
+    tab.press("#search-query", "Enter")
+    hit = tab.locator('#search-results .item[data-thread="billing"]')
+    hit.wait_for()
+    assert "refund for the duplicate invoice" in hit.inner_text()
+    assert tab.locator('#search-results .item[data-thread="weather"]').count() == 0
+    assert page.calls("conversation.search")[-1]["namespace_scope"] == "this"
+    page.shot("search")
+    hit.click()
+    tab.wait_for_selector("#messages li.role-user")
+    assert "duplicate invoice" in tab.inner_text("#messages")
+    assert "billing" in tab.url
+
+
+def test_threads_and_turns_page_newest_first(page, server, org):
+    """GIVEN 21 threads, the oldest of them 52 turns long WHEN the user opens the page, loads
+    more threads, opens the long thread and asks for earlier messages THEN threads come
+    newest first 20 at a time, the thread shows its latest 50 turns in order and then the
+    rest, and each page of turns asks for its saved state once."""
+    record(server, org)
+    for i in range(52):
+        append(
+            server, org, "long", ("user", "assistant")[i % 2], f"turn {i:02d}", msg_id=f"m{i:02d}"
+        )
+    for i in range(20):
+        append(server, org, f"t{i:02d}", "user", f"thread {i:02d}")
+    page.open(org, "support")
+    tab = page.tab
+    items = tab.locator("#threads .item")
+    assert items.count() == 20
+    assert items.first.get_attribute("data-thread") == "t19"
+    tab.click("#threads-more")
+    tab.wait_for_selector('#threads .item[data-thread="long"]')
+    assert items.count() == 21 and items.last.get_attribute("data-thread") == "long"
+    assert tab.is_hidden("#threads-more")
+
+    items.last.click()
+    tab.wait_for_selector('#messages li[data-msg="m51"]')
+    page.wait_idle()
+    shown = tab.eval_on_selector_all("#messages li", "els => els.map(e => e.dataset.msg)")
+    assert shown == [f"m{i:02d}" for i in range(2, 52)]
+    tab.click("#thread-earlier")
+    tab.wait_for_selector('#messages li[data-msg="m00"]')
+    page.wait_idle()
+    shown = tab.eval_on_selector_all("#messages li", "els => els.map(e => e.dataset.msg)")
+    assert shown == [f"m{i:02d}" for i in range(52)]
+    assert tab.is_hidden("#thread-earlier")
+    asked = [set(c["message_ids"]) for c in page.calls("conversation.saved_status")]
+    assert asked == [{f"m{i:02d}" for i in range(2, 52)}, {"m00", "m01"}]
+
+
+def test_text_that_reads_as_high_never_reaches_a_title_or_excerpt(page, server, org):
+    """GIVEN a thread whose last turn holds a password, and one created with a title that
+    holds one WHEN the user lists and opens them THEN neither list nor thread header shows
+    the secret, and the page does not fill the blank from the turns."""
+    record(server, org)
+    append(server, org, "leaky", "user", "How do I open the vault?")
+    append(server, org, "leaky", "user", HIGH)
+    call(
+        server,
+        "conversation.create",
+        org=org,
+        namespace="support",
+        agent="bot",
+        thread_id="titled",
+        title="password=hunter22",
+    )
+    append(server, org, "titled", "user", "A plain turn.")
+    page.open(org, "support")
+    tab = page.tab
+    leaky = tab.locator('#threads .item[data-thread="leaky"]')
+    leaky.wait_for()
+    assert "hunter22" not in tab.inner_text("#threads")
+    assert leaky.locator(".excerpt").inner_text() == "No excerpt shown"
+    assert "How do I open the vault" not in leaky.inner_text()  # not re-derived from turns
+    tab.click('#threads .item[data-thread="titled"]')
+    tab.wait_for_selector("#messages li")
+    assert "hunter22" not in tab.inner_text("#thread-title")
+    assert "hunter22" not in tab.inner_text("#threads")
+
+
+# ---- briefs --------------------------------------------------------------------------------
+
+
+def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirming(
+    page, server, org
+):
+    """GIVEN a brief saved twice with a client summary WHEN the page lists the briefs THEN
+    none is loaded; WHEN the user opens it, picks revision 1, ticks full, cancels a delete and
+    then confirms one THEN each view shows that revision's text, the summary appears only
+    with full, and the brief is gone only after the confirmation."""
+    brief = {"org": org, "namespace": "support", "agent": "coder", "project": "billing"}
+    call(server, "session.brief_save", **brief, branch="ledger", sections={"goal": "Goal one"})
+    call(
+        server,
+        "session.brief_save",
+        **brief,
+        branch="ledger",
+        sections={"goal": "Goal two"},
+        events=[{"kind": "summary", "text": "Client summary: half the invoices moved."}],
+    )
+    page.open(org, "support")
+    tab = page.tab
+    item = tab.locator("#briefs .item").first
+    item.wait_for()
+    assert "auto/billing/ledger" in item.inner_text() and "Goal two" in item.inner_text()
+    assert page.calls("session.brief_get") == []
+
+    item.click()
+    tab.wait_for_selector("#brief:not([hidden])")
+    assert "Goal two" in tab.inner_text("#brief-text")
+    assert "half the invoices" not in tab.inner_text("#brief-text")
+    assert page.calls("session.brief_get")[-1]["full"] is False
+    tab.select_option("#brief-revision", "1")
+    wait_for_text(tab, "#brief-text", "Goal one")
+    assert "revision 1 of 2" in tab.inner_text("#brief-meta")
+    tab.select_option("#brief-revision", "2")
+    tab.check("#brief-full")
+    wait_for_text(tab, "#brief-text", "half the invoices")
+    assert page.calls("session.brief_get")[-1]["full"] is True
+    page.shot("brief")
+
+    tab.click("#brief-delete")
+    tab.wait_for_selector("#confirm-delete[open]")
+    tab.click("#confirm-delete button[value=cancel]")
+    tab.wait_for_selector("#confirm-delete", state="hidden")
+    page.wait_idle()
+    assert page.calls("session.brief_delete") == []
+    assert tab.locator("#briefs .item").count() == 1
+
+    tab.click("#brief-delete")
+    tab.click("#confirm-yes")
+    tab.wait_for_selector("#briefs-empty:not([hidden])")
+    assert tab.is_hidden("#brief")
+    gone = call(server, "session.brief_get", **brief, brief_key="auto/billing/ledger")
+    assert gone["found"] is False
+
+
+# ---- phone width and signed-in callers ----------------------------------------------------
+
+
+def test_phone_width_has_no_sideways_scroll(browser, server, org):
+    """GIVEN a phone-sized window WHEN the page shows a thread THEN nothing is wider than the
+    screen, so no sideways scrolling is needed."""
+    record(server, org)
+    append(server, org, "t", "user", "A long line " + "withaverylongunbrokenword" * 8)
+    append(server, org, "t", "assistant", "Short answer.", reasoning="Because.")
+    phone = Page(browser, server, width=390, height=844)
+    try:
+        phone.open(org, "support", "&thread=t")
+        phone.tab.wait_for_selector("#messages li.role-assistant")
+        overflow = phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth - window.innerWidth"
+        )
+        assert overflow <= 0
+        phone.shot("phone")
+    finally:
+        phone.context.close()
+    assert phone.errors == []
+
+
+@pytest.fixture(scope="module")
+def token_server(database_url: str) -> Iterator[str]:
+    with live_server(database_url, LOOM_AUTH="tokens") as base:
+        yield base
+
+
+def test_a_viewer_signs_in_with_a_token_and_cannot_flip_the_switch(
+    browser, token_server, deps, org
+):
+    """GIVEN a server that needs tokens WHEN someone opens the page THEN it asks for a token;
+    WHEN a viewer signs in THEN the page loads with the viewer's org and every call carries
+    the token, and the Record switch is disabled as admin-only; signing out forgets it."""
+    viewer = mint_token(deps, org=org, role="viewer")
+    tab = Page(browser, token_server)
+    try:
+        tab.tab.goto(token_server + "/#ns=support")
+        tab.tab.wait_for_selector("#sign-in:not([hidden])")
+        assert tab.tab.is_hidden("#app")
+        tab.tab.fill("#token", viewer)
+        tab.tab.click("#sign-in-form button[type=submit]")
+        tab.tab.wait_for_selector("#app:not([hidden])")
+        tab.wait_idle()
+        assert re.search(rf"org {org}.*role viewer", tab.tab.inner_text("#identity"))
+        assert tab.tab.is_hidden("#org-field")
+        assert tab.tab.is_disabled("#recording-switch")
+        assert "Only an admin" in tab.tab.inner_text("#recording-note")
+        assert tab.tab.is_visible("#threads-empty")
+        tab.shot("signed-in-viewer")
+        tab.tab.click("#sign-out")
+        tab.tab.wait_for_selector("#sign-in:not([hidden])")
+        stored = "() => sessionStorage.getItem('loom.token') || localStorage.getItem('loom.token')"
+        assert tab.tab.evaluate(stored) is None
+    finally:
+        tab.context.close()
+    assert tab.errors == []

@@ -1,0 +1,678 @@
+"""conversation.search modes: semantic (the default, unchanged), lexical (BM25 over each turn's
+window: its date, the two turns before it, the turn and the one after it) and hybrid
+(reciprocal-rank fusion of the turn's vector, its context vector and the BM25 leg, no floor),
+and lexical_weight."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import deque
+
+import numpy as np
+import pytest
+
+from chalicelib.ops.turn_writer import record_turns
+from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
+from chalicelib.providers.llm import ScriptedLLM
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store import window_search
+from chalicelib.store.conversations import NewTurn
+from tests.integration.test_conversation_support import NS, Tenant, live_setting, snapshot
+
+MODES = ("lexical", "hybrid")
+RRF_K = 60  # the reciprocal-rank constant of the fusion
+
+
+@pytest.fixture
+def t(api, deps, org):
+    return Tenant.open(api, deps, org)
+
+
+_CONSONANTS = str.maketrans("0123456789abcdef", "bcdfghjklmnpqrtv")
+
+
+def word() -> str:
+    """A made-up word no other row of the database holds (no vowel, no trailing s: the
+    English stemmer leaves it as it is)."""
+    return "zq" + uuid.uuid4().hex[:10].translate(_CONSONANTS)
+
+
+def hits(t, query: str, mode: str, **kw) -> list[dict]:
+    kw.setdefault("namespace_scope", "this")
+    kw.setdefault("top_k", 200)
+    return t.search(query, search_mode=mode, **kw)["hits"]
+
+
+def ids(found: list[dict]) -> list[str]:
+    return [h["msg_id"] for h in found]
+
+
+def windows_holding(pool, term: str, org: str | None = None, *, live_only: bool = False):
+    """(org, thread_id, msg_id) of every embedding row whose window holds the term's lexeme."""
+    with pool.connection() as conn:
+        return conn.execute(
+            "SELECT org, thread_id, msg_id FROM loom.conversation_embeddings"
+            " WHERE window_tsv @@ plainto_tsquery('english', %s)"
+            " AND (%s::text IS NULL OR org = %s) AND (NOT %s OR tombstoned_at IS NULL)"
+            " ORDER BY ts, msg_id",
+            (term, org, org, live_only),
+        ).fetchall()
+
+
+def context_state(pool, org: str, thread_id: str) -> dict[str, tuple]:
+    """msg_id -> (context_of, context vector equals the turn's own vector) of live rows."""
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT msg_id, context_of, context_embedding::text = embedding::text"
+            " FROM loom.conversation_embeddings WHERE org = %s AND thread_id = %s"
+            " AND tombstoned_at IS NULL",
+            (org, thread_id),
+        ).fetchall()
+    return {m: (of, same) for m, of, same in rows}
+
+
+# ---- input ---------------------------------------------------------------------------------
+
+
+def test_semantic_is_the_default_and_bad_modes_or_weights_are_refused(t, pool, org):
+    """GIVEN a turn about kettle descaling, a plain turn after it and an unrelated thread
+    WHEN conversation.search runs with no search_mode, with search_mode semantic, lexical and
+    hybrid, and then with an unknown search_mode or a lexical_weight outside 0-1
+    THEN a search without search_mode gives the semantic hits (similarity over the floor,
+    score = similarity), which differ from the lexical and hybrid hits; each bad value is
+    refused with 422 validation_error and nothing stored changes; weights 0 and 1 are accepted.
+    """
+    kettle = t.append("th-1", "the kettle descaling schedule is weekly")
+    t.append("th-1", "noted, I will set a reminder", role="assistant")
+    t.append("th-2", "zulu yankee xray whiskey victor")
+    query = "kettle descaling schedule"
+
+    default = t.search(query, namespace_scope="this")["hits"]
+    semantic = hits(t, query, "semantic", top_k=20)
+    assert default == semantic
+    assert ids(default) == [kettle["msg_id"]]
+    assert default[0]["score"] == default[0]["similarity"] > 0.3
+    assert len(hits(t, query, "lexical", top_k=20)) == 2  # the kettle turn and its next
+    assert len(hits(t, query, "hybrid", top_k=20)) == 3  # no floor
+
+    before = snapshot(pool, org)
+    bad = [
+        {"search_mode": "fuzzy"},
+        {"search_mode": "Semantic"},
+        {"search_mode": ""},
+        {"search_mode": None},
+        {"search_mode": ["lexical"]},
+        {"lexical_weight": -0.01},
+        {"lexical_weight": 1.01},
+        {"lexical_weight": "heavy"},
+        {"lexical_weight": None},
+        {"search_mode": "hybrid", "lexical_weight": 2},
+    ]
+    for change in bad:
+        body = {"namespace": NS, "agent": "*", "query": query, **change}
+        status, out, _ = t.api.raw("conversation.search", json.dumps(body), t.tokens["viewer"])
+        assert status == 422, (change, status, out)
+        assert out["error"]["code"] == "validation_error", change
+        assert out["error"]["message"], change
+    assert snapshot(pool, org) == before
+    for weight in (0, 1, 0.5):
+        assert hits(t, query, "hybrid", lexical_weight=weight)
+
+
+# ---- windows -------------------------------------------------------------------------------
+
+
+def test_lexical_reads_each_turns_window_and_excerpts_show_the_hit_turn(t):
+    """GIVEN a thread T0..T4 where T0 holds one rare word, T1 (a long turn) another in its
+    middle and T3 a third, and another thread written between them holding a fourth
+    WHEN lexical search asks for each word
+    THEN T1's word finds T1 and the turns whose window holds it (T0 before it, T2 and T3 after
+    it); T0's word finds T0, T1 and T2; T3's word finds T2 (whose next turn it is), T3 and
+    T4; the other thread's word finds only that thread; every excerpt is the hit turn's own
+    text, T1's centred on its word, a neighbour's its opening (never the neighbour's text).
+    """
+    w_first, w_own, w_next, w_other = word(), word(), word(), word()
+    filler = "the engineers reviewed the rollout plan again " * 8
+    texts = {
+        "T0": f"we talked about {w_first} yesterday",
+        "T1": f"{filler}{w_own} {filler}",
+        "X0": f"another thread mentions {w_other}",
+        "T2": "a short plain answer",
+        "X1": "and carries on",
+        "T3": f"then {w_next} came up",
+        "T4": "closing words",
+    }
+    for name, text in texts.items():
+        thread = "th-x" if name.startswith("X") else "th-t"
+        t.append(thread, text, msg_id=name, role=("user", "assistant")[len(text) % 2])
+
+    def check(query: str, expected: set[str]) -> dict[str, str]:
+        found = hits(t, query, "lexical")
+        assert set(ids(found)) == expected, query
+        for h in found:
+            assert h["excerpt"] in texts[h["msg_id"]], (query, h)
+            assert h["similarity"] is None and h["score"] > 0
+        return {h["msg_id"]: h["excerpt"] for h in found}
+
+    excerpts = check(w_own, {"T0", "T1", "T2", "T3"})
+    centred = excerpts["T1"]
+    assert w_own not in texts["T1"][:240] and len(centred) == 240
+    assert abs(centred.index(w_own) + len(w_own) / 2 - 120) <= 30, centred
+    assert all(w_own not in excerpts[m] for m in ("T0", "T2", "T3"))
+    assert excerpts["T2"] == texts["T2"]
+
+    excerpts = check(w_first, {"T0", "T1", "T2"})
+    assert excerpts["T1"] == texts["T1"][:240] and w_first not in excerpts["T1"]
+    check(w_next, {"T2", "T3", "T4"})
+    check(w_other, {"X0", "X1"})
+
+    hybrid = {h["msg_id"]: h["excerpt"] for h in hits(t, w_own, "hybrid")}
+    assert hybrid["T1"] == centred
+
+
+def test_an_excerpt_is_centred_on_a_word_the_stemmer_shortens(t):
+    """GIVEN a long turn holding "reconciliations" well past its first 240 characters
+    WHEN lexical search asks for "reconciliations"
+    THEN the hit's excerpt holds the word, near its middle.
+    """
+    filler = "the engineers reviewed the rollout plan again " * 8
+    text = f"{filler}reconciliations {filler}"
+    t.append("th-1", text, msg_id="m-long")
+
+    (hit,) = hits(t, "reconciliations", "lexical")
+    assert hit["msg_id"] == "m-long"
+    assert "reconciliations" in hit["excerpt"]
+
+
+# ---- sensitivity ---------------------------------------------------------------------------
+
+
+def test_a_high_turn_is_neither_a_hit_nor_a_neighbour(t, pool, embedder):
+    """GIVEN a thread P0, P1, H, N0, N1 where H holds a card number and a unique word, and P1
+    holds another unique word
+    WHEN lexical and hybrid search ask for H's word
+    THEN lexical returns nothing; hybrid never returns H and its ranking is the vector legs'
+    alone (identical to lexical_weight 0: H's word lent no turn any weight); no window in the
+    database holds H's word and H's text never reached the embedder; P1's word finds P0, P1,
+    N0 and N1 (the windows around H skip it).
+    """
+    w_high, w_before = word(), word()
+    high = f"charge it to my card 4111 1111 1111 1111 for the {w_high} order"
+    assert reads_as_high(high)
+    turns = {
+        "P0": "we are ordering new office chairs",
+        "P1": f"the {w_before} model looks comfortable",
+        "H": high,
+        "N0": "done, the order is placed",
+        "N1": "thanks, delivery is next week",
+    }
+    for name, text in turns.items():
+        t.append("th-1", text, msg_id=name)
+    t.append("th-2", "an unrelated thread about gardening", msg_id="G0")
+    assert not any(w_high in s or "4111" in s for s in embedder.seen)  # nor in a context
+    assert windows_holding(pool, w_high) == []
+
+    assert hits(t, w_high, "lexical") == []
+    hybrid = hits(t, w_high, "hybrid")
+    assert "H" not in ids(hybrid)
+    assert hybrid == hits(t, w_high, "hybrid", lexical_weight=0)
+
+    assert set(ids(hits(t, w_before, "lexical"))) == {"P0", "P1", "N0", "N1"}
+    assert "H" not in ids(hits(t, high, "hybrid"))
+
+
+# ---- tombstones ----------------------------------------------------------------------------
+
+
+def test_a_deleted_threads_turns_are_never_lexical_or_hybrid_hits(t):
+    """GIVEN a thread of three turns sharing a unique word, and another live thread
+    WHEN an admin deletes the first thread
+    THEN lexical, hybrid and semantic search return none of its turns (by its word or its
+    exact text), while the other thread is still found.
+    """
+    w = word()
+    gone = [t.append("th-del", f"{w} note number {n}", msg_id=f"d{n}")["msg_id"] for n in "abc"]
+    kept = t.append("th-keep", "the kept thread talks about lanterns", msg_id="k0")["msg_id"]
+    assert set(ids(hits(t, w, "lexical"))) == set(gone)
+
+    t.ok(
+        "conversation.delete",
+        agent="",
+        thread_id="th-del",
+        confirm_thread_id="th-del",
+        as_="admin",
+    )
+
+    for mode in ("lexical", "hybrid", "semantic"):
+        for query in (w, f"{w} note number a"):
+            assert not set(ids(hits(t, query, mode))) & set(gone), (mode, query)
+    assert ids(hits(t, w, "hybrid")) == [kept]
+    assert ids(hits(t, "lanterns", "lexical")) == [kept]
+
+
+def test_one_agents_deleted_turns_leave_the_windows_of_another_agents_live_turns(t, pool, org):
+    """GIVEN a thread where agent a2's turns surround a turn of agent a1 holding a unique word
+    WHEN an admin deletes the thread as a1 (a2's turns stay live)
+    THEN lexical and hybrid search never return a1's turn, the word finds no turn (no live
+    window holds it), and the a2 turn after it has its own vector as context vector.
+    """
+    w = word()
+    t.append("th-1", "the rota for next week is ready", msg_id="b0", agent="a2")
+    t.append("th-1", f"swap my {w} shift please", msg_id="a1-turn", agent="a1")
+    t.append("th-1", "done, swapped it", msg_id="b1", agent="a2", role="assistant")
+    t.append("th-1", "thanks a lot", msg_id="b2", agent="a2")
+    assert set(ids(hits(t, w, "lexical"))) == {"b0", "a1-turn", "b1", "b2"}
+    assert context_state(pool, org, "th-1")["b1"] == ("a1-turn", False)
+
+    t.ok("conversation.delete", agent="a1", thread_id="th-1", confirm_thread_id="th-1", as_="admin")
+
+    assert hits(t, w, "lexical") == []
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert set(ids(hits(t, w, "hybrid"))) == {"b0", "b1", "b2"}
+    assert context_state(pool, org, "th-1")["b1"] == (None, True)
+
+
+_TOPIC_WORDS = (
+    "orchard kiln barge quarry lantern meadow foundry glacier vineyard harbour"
+    " chapel granary aqueduct bazaar citadel dockyard estuary fjord grotto hamlet"
+)
+TOPICS = _TOPIC_WORDS.split()
+SUMMARY = "Summary: the crew agreed to relocate the orchard and fire the kiln on tuesday."
+
+
+def _content(i: int) -> str:
+    return f"the {TOPICS[i]} {TOPICS[i]} is item {i} of the plan"
+
+
+def test_compacted_turns_leave_every_mode_and_every_window(t, deps, pool, org):
+    """GIVEN a thread of 20 turns m00..m19 (each naming its own topic) compacted with a
+    scripted summary (keep_recent 10)
+    WHEN the thread is searched in every mode and its rows are read
+    THEN no compacted turn comes back in semantic, lexical or hybrid mode and the summary
+    is found first; no live window holds m08's or m09's topic any more (m10's and m11's did);
+    m10, whose turn before was compacted, has its own vector as context vector with
+    context_of NULL, while m11..m19 keep the context of the turn before them.
+    """
+    ids_ = []
+    for i in range(20):
+        role = ("user", "assistant")[i % 2]
+        ids_.append(t.append("th", _content(i), msg_id=f"m{i:02d}", role=role)["msg_id"])
+    for topic in ("vineyard", "harbour"):
+        assert {r[2] for r in windows_holding(pool, topic, org, live_only=True)} >= {"m10"}
+    ctx = context_state(pool, org, "th")
+    assert ctx["m10"] == ("m09", False) and ctx["m11"] == ("m10", False)
+
+    deps._llm = ScriptedLLM(replies=deque([SUMMARY]))
+    out = t.ok("conversation.compact", agent="a1", thread_id="th", keep_recent=10, as_="writer")
+    assert out["compacted"] and out["messages_summarized"] == 10
+    summary = out["summary_msg_id"]
+
+    for mode in ("semantic", "lexical", "hybrid"):
+        for i in range(10):
+            assert not set(ids(hits(t, _content(i), mode))) & set(ids_[:10]), (mode, i)
+        assert ids(hits(t, "relocate the orchard and fire the kiln", mode))[0] == summary, mode
+    for topic in ("vineyard", "harbour"):
+        assert windows_holding(pool, topic, org, live_only=True) == []
+    ctx = context_state(pool, org, "th")
+    assert set(ctx) == {summary, *ids_[10:]}
+    assert ctx["m10"] == (None, True)
+    assert ctx[summary] == (None, True)
+    for i in range(11, 20):
+        assert ctx[f"m{i}"] == (f"m{i - 1}", False), i
+
+
+# ---- appends -------------------------------------------------------------------------------
+
+
+def test_appends_extend_the_windows_before_and_after_them(t):
+    """GIVEN a thread A, B
+    WHEN C (holding a unique word) is appended, then D, E and F
+    THEN the word finds nothing before C, then B and C (B's window gained its next turn),
+    then also D, then E, and still not F (its window reads only the two turns before it).
+    """
+    w = word()
+    t.append("th-1", "first turn about the garden shed", msg_id="A")
+    t.append("th-1", "second turn about paint colours", msg_id="B", role="assistant")
+    assert hits(t, w, "lexical") == []
+    expected = {
+        "C": {"B", "C"},
+        "D": {"B", "C", "D"},
+        "E": {"B", "C", "D", "E"},
+        "F": {"B", "C", "D", "E"},
+    }
+    for name, found in expected.items():
+        text = f"we picked {w} in the end" if name == "C" else f"turn {name.lower()} moves on"
+        t.append("th-1", text, msg_id=name)
+        assert set(ids(hits(t, w, "lexical"))) == found, name
+
+
+# ---- scopes --------------------------------------------------------------------------------
+
+WORDS = "invoice reminder quarterly"
+SPEC = {
+    "T1": dict(thread_id="th-1", run_id="r-1", role="user", user_id="u-1", agent="a1"),
+    "T2": dict(thread_id="th-2", run_id="r-2", role="assistant", user_id="u-2", agent="a2"),
+    "T3": dict(thread_id="th-1", run_id="r-2", role="assistant", user_id="u-1", agent="a1"),
+    "T4": dict(thread_id="th-2", run_id="r-1", role="user", user_id="u-2", agent="a2"),
+}
+FILTERS = [
+    ({"thread_id": "th-1"}, {"T1", "T3"}),
+    ({"run_id": "r-1"}, {"T1", "T4"}),
+    ({"role": "user"}, {"T1", "T4"}),
+    ({"user_id": "u-1"}, {"T1", "T3"}),
+    ({"user_id": "u-2"}, {"T2", "T4"}),
+    ({"agent": "a2"}, {"T2", "T4"}),
+    ({"agent": "a3"}, set()),
+    ({"thread_id": "th-1", "role": "assistant"}, {"T3"}),
+    ({"run_id": "r-2", "user_id": "u-2"}, {"T2"}),
+]
+
+
+def _write(tenant: Tenant, prefix: str, namespace: str = NS) -> None:
+    for name, fields in SPEC.items():
+        fields = dict(fields)
+        thread = fields.pop("thread_id")
+        text = f"{WORDS} {name.lower()}"
+        tenant.append(thread, text, msg_id=f"{prefix}{name}", namespace=namespace, **fields)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_leg_keeps_to_the_callers_org_namespaces_and_filters(api, deps, t, mode):
+    """GIVEN four turns in NS that differ in thread, run, role, user and agent, the same
+    turns in a sibling namespace, and another org holding them in NS and the sibling
+    WHEN lexical or hybrid search asks for their shared words
+    THEN namespace_scope this reads NS's four only; all_mine (the default) adds the sibling's
+    and nothing of the other org; a token bound to NS reads NS only; each filter keeps exactly
+    the turns matching it; a word only the other org's thread (same thread id) or the sibling's
+    holds finds no turn of NS's thread.
+    """
+    sib = "ns-sib"
+    t.set_logging(sib, True)
+    _write(t, "m")
+    _write(t, "s", sib)
+    other = Tenant.open(api, deps, f"org-{uuid.uuid4().hex[:10]}", logging_on=(NS, sib))
+    _write(other, "o")
+    _write(other, "o", sib)
+    w_other, w_sib = word(), word()
+    other.append("th-1", f"{WORDS} {w_other}", msg_id="o-late")
+    t.append("th-1", f"{WORDS} {w_sib}", msg_id="s-late", namespace=sib)
+    mine = {f"m{n}" for n in SPEC}
+
+    def found(query: str = WORDS, **kw) -> list[tuple[str, str]]:
+        return [(h["namespace"], h["msg_id"]) for h in hits(t, query, mode, **kw)]
+
+    assert sorted(found()) == sorted((NS, m) for m in mine)
+    fanned = found(namespace_scope="all_mine")
+    assert {m for _, m in fanned} == mine | {f"s{n}" for n in SPEC} | {"s-late"}
+    assert {ns for ns, m in fanned if m.startswith("s")} == {sib}
+    bound = t.token("viewer", namespace=NS)
+    out = t.ok(
+        "conversation.search",
+        token=bound,
+        namespace=None,
+        agent="*",
+        query=WORDS,
+        search_mode=mode,
+        top_k=200,
+    )
+    assert {h["msg_id"] for h in out["hits"]} == mine
+
+    for filters, expected in FILTERS:
+        got = {m for _, m in found(**filters)}
+        assert got == {f"m{n}" for n in expected}, filters
+
+    for query in (w_other, w_sib):
+        got = {m for _, m in found(query)}
+        assert got == (mine if mode == "hybrid" else set()), query  # hybrid: vectors, no floor
+    assert found(w_other, namespace_scope="all_mine", thread_id="th-1", role="system") == []
+
+
+# ---- embedder failure ----------------------------------------------------------------------
+
+
+class QueryDown(FakeEmbedder):
+    """Embeds documents, but every query embedding fails; counts the attempts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries = 0
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries += 1
+        raise EmbedderError("query embeddings are down")
+
+
+def test_without_the_embedder_hybrid_is_lexical_and_semantic_falls_back(t, deps):
+    """GIVEN turns mentioning "pallet" once, twice and not at all, in two threads
+    WHEN every query embedding fails
+    THEN hybrid answers exactly the lexical hits (same order, scores and excerpts); semantic
+    answers the substring fallback (the turns holding "pallet", newest first, no similarity
+    or score); lexical never asks the embedder for a query vector, hybrid and semantic do.
+    """
+    t.append("th-1", "the pallet arrived on monday", msg_id="p1")
+    t.append("th-1", "a plain reply in between", msg_id="p2", role="assistant")
+    t.append("th-1", "three more turns and nothing else", msg_id="p3")
+    t.append("th-2", "a pallet, then another pallet, both damaged", msg_id="p4")
+    t.append("th-2", "sorry to hear that", msg_id="p5", role="assistant")
+    expected_lexical = hits(t, "pallet damaged", "lexical")
+    assert len(expected_lexical) >= 4
+
+    down = QueryDown()
+    deps._embedder = down
+    lexical = hits(t, "pallet damaged", "lexical")
+    assert down.queries == 0
+    assert lexical == expected_lexical
+    assert hits(t, "pallet damaged", "hybrid") == lexical
+    assert down.queries == 1
+
+    fallback = hits(t, "pallet", "semantic")
+    assert ids(fallback) == ["p4", "p1"]
+    assert all(h["similarity"] is None and h["score"] is None for h in fallback)
+    assert down.queries == 2
+
+
+# ---- lexical_weight ------------------------------------------------------------------------
+
+
+def _vector_legs(pool, org: str, query: str) -> list[list[str]]:
+    """The two vector legs (turn, turn in context), ranked exactly as the store ranks them."""
+    q = FakeEmbedder().embed_query(query)
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT msg_id, embedding::text, context_embedding::text"
+            " FROM loom.conversation_embeddings"
+            " WHERE org = %s AND tombstoned_at IS NULL AND embedding IS NOT NULL",
+            (org,),
+        ).fetchall()
+    legs = []
+    for col in (1, 2):
+        sims = {r[0]: float(np.asarray(json.loads(r[col])) @ q) for r in rows}
+        legs.append(sorted(sims, key=lambda m: (-round(sims[m], 6), m)))
+    return legs
+
+
+def _fused(legs: list[tuple[list[str], float]]) -> list[tuple[str, float]]:
+    scores: dict[str, float] = {}
+    for ranked, weight in legs:
+        if weight <= 0:
+            continue
+        for rank, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+def test_lexical_weight_scales_the_bm25_leg_of_the_fusion(t, pool, org):
+    """GIVEN a thread where Z0 holds a rare word, Z1 follows it and T (two turns later) holds
+    it only in its window, beside six turns sharing only the stop word "the" with the query
+    (a word the vectors weigh and BM25 drops)
+    WHEN hybrid search asks for the word and "the" with lexical_weight 0, 0.5 and 1
+    THEN each answer is the reciprocal-rank fusion of the two vector legs (weight 0.5 each)
+    and the lexical leg scaled by the weight (with 0, the vector legs alone); with top_k 3,
+    T (found only by its window) is missing at weight 0 and present at weight 1.
+    """
+    w = "zqvartok"  # fixed: the vector ranks this test relies on are then fixed too
+    thread = [
+        ("Z0", f"the {w} is back in stock"),
+        ("Z1", "great, reserve one for me"),
+        ("T", "and check the warehouse hours"),
+    ]
+    for name, text in thread:
+        t.append("th-z", text, msg_id=name)
+    others = ["gardening tips", "train delays", "budget review", "tax forms", "cat food", "jazz"]
+    for n, text in enumerate(others):
+        t.append(f"th-{n}", f"{'the ' * (n + 1)}note on {text}", msg_id=f"o{n}")  # no ties
+    query = f"{w} the"
+
+    lexical = ids(hits(t, query, "lexical"))
+    assert set(lexical) == {"Z0", "Z1", "T"}
+    legs = _vector_legs(pool, org, query)
+    for weight in (0, 0.5, 1):
+        found = hits(t, query, "hybrid", lexical_weight=weight)
+        got = [(h["msg_id"], h["score"]) for h in found]
+        expected = _fused([(legs[0], 0.5), (legs[1], 0.5), (lexical, weight)])
+        assert [m for m, _ in got] == [m for m, _ in expected], weight
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected]), weight
+
+    assert "T" not in ids(hits(t, query, "hybrid", lexical_weight=0, top_k=3))
+    assert "T" in ids(hits(t, query, "hybrid", lexical_weight=1, top_k=3))
+
+
+# ---- the large-scope BM25 path -------------------------------------------------------------
+
+COMMON, HALF = "plinth", "gantry"  # in every turn; in the turns of threads 0-9 only
+FLAVOURS = ["amber", "cobalt", "crimson", "ochre", "teal", "umber", "violet", "saffron"]
+
+
+@pytest.fixture
+def corpus(t, deps, org):
+    """200 turns in 20 threads of 10; t07's fifth turn holds a rare word twice."""
+    rare = word()
+    for th in range(20):
+        turns = []
+        for i in range(10):
+            extra = f" {HALF}" if th < 10 else ""
+            text = f"turn {i} says {COMMON}{extra} and {FLAVOURS[(th + i) % 8]}"
+            if (th, i) == (7, 4):
+                text = f"{rare} {text} {rare}"
+            turns.append(
+                NewTurn(
+                    org=org,
+                    namespace=NS,
+                    thread_id=f"t{th:02d}",
+                    agent="a1",
+                    msg_id=f"t{th:02d}-{i}",
+                    role=("user", "assistant")[i % 2],
+                    content=text,
+                )
+            )
+        assert all(r.stored for r in record_turns(deps, turns))
+    return rare
+
+
+def test_the_large_scope_path_ranks_a_rare_word_as_the_exact_path_does(t, corpus, monkeypatch):
+    """GIVEN 200 indexed turns and a rare word t07-4 holds twice (so four windows hold it)
+    WHEN lexical search asks for the rare word with a common one, first with exact
+    statistics, then with SAMPLE_ROWS 30 and RARE_DF 8 (the large-scope path)
+    THEN the large path answers the four windows holding the rare word, the same four the
+    exact path ranks first, with the same top hit.
+    """
+    query = f"{corpus} {COMMON}"
+    window_search._stats.clear()
+    exact = ids(hits(t, query, "lexical"))
+    assert window_search._stats == {}  # a scope within SAMPLE_ROWS: statistics are exact
+    assert len(exact) == 200
+
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    window_search._stats.clear()
+    large = ids(hits(t, query, "lexical"))
+    assert window_search._stats  # the large path counted the scope
+    assert set(large) == {"t07-3", "t07-4", "t07-5", "t07-6"}
+    assert set(exact[:4]) == set(large)
+    assert large[0] == exact[0]
+    assert ids(hits(t, query, "lexical")) == large  # again, with the scope's size known
+    window_search._stats.clear()
+
+
+def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, corpus, monkeypatch):
+    """GIVEN 200 indexed turns, every one naming "plinth" and those of threads 0-9 "gantry"
+    WHEN lexical search asks for "plinth gantry" on the large-scope path (SAMPLE_ROWS 30,
+    RARE_DF 8), and hybrid search does too
+    THEN the lexical answer is the 100 windows holding both words (threads 0-9), and hybrid
+    still answers.
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    window_search._stats.clear()
+    found = hits(t, f"{COMMON} {HALF}", "lexical")
+    assert window_search._stats
+    assert len(found) == 100
+    assert {h["thread_id"] for h in found} == {f"t{n:02d}" for n in range(10)}
+    assert hits(t, f"{COMMON} {HALF}", "hybrid", top_k=10)
+    window_search._stats.clear()
+
+
+def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpus, monkeypatch):
+    """GIVEN 200 indexed turns, every one naming "plinth" (once in its own text)
+    WHEN lexical search asks for "plinth", exactly and then on the large-scope path
+    THEN both give positive BM25 scores (an estimated document frequency never exceeds the
+    scope) and the same top hit.
+    """
+    window_search._stats.clear()
+    exact = hits(t, COMMON, "lexical")
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    window_search._stats.clear()
+    large = hits(t, COMMON, "lexical")
+    window_search._stats.clear()
+    assert all(h["score"] > 0 for h in exact)
+    assert all(h["score"] > 0 for h in large)
+    assert large[0]["msg_id"] == exact[0]["msg_id"]
+
+
+# ---- the semantic floor --------------------------------------------------------------------
+
+
+def test_the_semantic_floor_still_holds_and_hybrid_has_none(t, pool):
+    """GIVEN turns unrelated to the query, and one weakly related
+    WHEN semantic search asks (default floor, then a live floor of 0.99) and hybrid asks
+    THEN semantic returns nothing for the unrelated query and drops the weak turn under the
+    0.99 floor, while hybrid returns every turn either way.
+    """
+    t.append("th-1", "zulu yankee xray whiskey victor", msg_id="u1")
+    t.append("th-1", "tango sierra romeo quebec papa", msg_id="u2")
+    t.append("th-2", "alpha bravo foxtrot golf hotel india", msg_id="weak")
+
+    assert hits(t, "alpha bravo charlie delta echo", "semantic") != []
+    assert hits(t, "kilo lima mike november oscar", "semantic") == []
+    assert set(ids(hits(t, "kilo lima mike november oscar", "hybrid"))) == {"u1", "u2", "weak"}
+    with live_setting(pool, "conversation_search_min_similarity", "0.99"):
+        assert hits(t, "alpha bravo charlie delta echo", "semantic") == []
+        found = hits(t, "alpha bravo charlie delta echo", "hybrid")
+    assert set(ids(found)) == {"u1", "u2", "weak"}
+    assert ids(found)[0] == "weak"
+
+
+# ---- erasure -------------------------------------------------------------------------------
+
+
+def test_an_erased_users_words_leave_the_windows_of_the_turns_around_them(t, pool, org):
+    """GIVEN a thread where user u-ann says a unique word, followed by two assistant turns
+    for no user
+    WHEN u-ann is erased (erasure.request kind user)
+    THEN lexical search for the word finds nothing, no live window holds it, and the turn
+    after hers no longer keeps a context vector read after her turn.
+    """
+    w = word()
+    t.append("th-1", "hello, how can I help", msg_id="a0", role="assistant")
+    t.append("th-1", f"my locker code word is {w}", msg_id="ann", user_id="u-ann")
+    t.append("th-1", "understood, noted for later", msg_id="a1", role="assistant")
+    t.append("th-1", "anything else today", msg_id="a2", role="assistant")
+    assert set(ids(hits(t, w, "lexical"))) == {"a0", "ann", "a1", "a2"}
+
+    t.ok("erasure.request", namespace=None, kind="user", user_id="u-ann")
+
+    assert hits(t, w, "lexical") == []
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert context_state(pool, org, "th-1")["a1"] == (None, True)

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from chalicelib.config import Settings
+from chalicelib.providers.openai_client import LazyOpenAI
 
 OPENAI_MAX_BATCH = 2048
 EMBED_CHARS = 2048  # a text is embedded from its first this many characters
@@ -123,22 +124,7 @@ class OpenAIEmbedder:
         self.name = model
         self.dim = dim
         self._ask_dimensions = ask_dimensions
-        self._timeout = timeout
-        self._base_url = base_url
-        self._api_key = api_key
-        self._client: Any = None
-
-    def _openai(self) -> Any:
-        if self._client is None:
-            import openai
-
-            self._client = openai.OpenAI(
-                base_url=self._base_url,
-                api_key=self._api_key or "unset",
-                max_retries=1,
-                timeout=self._timeout,
-            )
-        return self._client
+        self._openai = LazyOpenAI(base_url, api_key, timeout)
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         out: list[np.ndarray] = []

@@ -7,6 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from chalicelib.providers.openai_client import LazyOpenAI
+
 
 class LLMError(Exception):
     """The model call failed or its answer did not parse."""
@@ -80,22 +82,7 @@ class OpenAILLM:
         timeout_seconds: float = 60.0,
     ):
         self.name = model
-        self._base_url = base_url
-        self._api_key = api_key
-        self._timeout = timeout_seconds
-        self._client: Any = None
-
-    def _openai(self) -> Any:
-        if self._client is None:
-            import openai
-
-            self._client = openai.OpenAI(
-                base_url=self._base_url,
-                api_key=self._api_key or "unset",
-                max_retries=1,
-                timeout=self._timeout,
-            )
-        return self._client
+        self._openai = LazyOpenAI(base_url, api_key, timeout_seconds)
 
     def complete(
         self, system: str, user: str, *, json_output: bool = False, model: str | None = None

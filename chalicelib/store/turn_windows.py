@@ -1,10 +1,11 @@
 """The windows of turns search indexes, rewritten where a thread changes.
 
 A window (loom.turn_window) is a turn with its date, the two live embedding rows before it and
-the one after it in its thread; a context vector is the turn read after the row before it. A
-change at one turn therefore alters the windows from the turn before it to the second one
-after it; the rewrite reads three rows further back so every window it writes sees its full
-neighbourhood.
+the one after it in its thread; a context vector is the turn read after the row before it.
+Both are written with the row (its window with no turn after it yet). A change at one turn
+alters the windows from the turn before it to the second one after it; the rewrite reads three
+rows further back so every window it writes sees its full neighbourhood, and writes only the
+windows that differ (on an append at the end of a thread: the previous turn's).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from chalicelib.observability import logger
 from chalicelib.ops.common import Ident, Name, OpInput, OpOutput
 from chalicelib.registry import OpContext, op
 from chalicelib.store import erasure as store
+from chalicelib.store import erasure_export
+from chalicelib.store import erasure_jobs as jobs
 from chalicelib.store.pool import read_connection
 from chalicelib.workers.erasure import LEASE_SECONDS, advance, finish
 
@@ -114,7 +116,7 @@ def request(inp: RequestInput, ctx: OpContext) -> JobOut:
     with read_connection(ctx.deps.pool) as conn:
         large = inp.defer or store.count_rows(conn, s, INLINE_MAX_ROWS) > INLINE_MAX_ROWS
     with ctx.deps.pool.connection() as conn:
-        job, created = store.open_job(
+        job, created = jobs.open_job(
             conn,
             job_id=f"er_{uuid.uuid4().hex}",
             s=s,
@@ -134,11 +136,11 @@ def request(inp: RequestInput, ctx: OpContext) -> JobOut:
     except Exception as exc:  # the worker takes it up again; the answer says so
         logger.exception("inline erasure failed", extra={"job_id": job["job_id"]})
         with ctx.deps.pool.connection() as conn:
-            store.release_job(conn, job["job_id"], error=str(exc), failed=False)
-            job = store.get_job(conn, inp.org, job["job_id"]) or job
+            jobs.release_job(conn, job["job_id"], error=str(exc), failed=False)
+            job = jobs.get_job(conn, inp.org, job["job_id"]) or job
         return _job_out(job)
     with read_connection(ctx.deps.pool) as conn:
-        return _job_out(store.get_job(conn, inp.org, job["job_id"]) or job)
+        return _job_out(jobs.get_job(conn, inp.org, job["job_id"]) or job)
 
 
 # ---- status --------------------------------------------------------------------------------
@@ -158,7 +160,7 @@ class StatusOutput(OpOutput):
 def status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
     """One erasure job of the org: its state and what it has tombstoned and removed so far."""
     with read_connection(ctx.deps.pool) as conn:
-        job = store.get_job(conn, inp.org, inp.job_id)
+        job = jobs.get_job(conn, inp.org, inp.job_id)
     return StatusOutput(found=job is not None, job=_job_out(job) if job else None)
 
 
@@ -209,7 +211,7 @@ def export(inp: ExportInput, ctx: OpContext) -> ExportOutput:
     with read_connection(ctx.deps.pool) as conn:
         while index < len(EXPORTED):
             table = EXPORTED[index]
-            rows = store.export_page(
+            rows = erasure_export.export_page(
                 conn,
                 table,
                 s,

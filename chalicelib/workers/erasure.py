@@ -11,6 +11,7 @@ from psycopg import Connection
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.store import erasure as store
+from chalicelib.store import erasure_jobs
 from chalicelib.store.audit import write_audit
 
 LEASE_SECONDS = 300
@@ -65,7 +66,7 @@ def _add(into: dict[str, int], counts: store.Counts) -> None:
 
 def finish(conn: Connection, job: dict[str, Any]) -> None:
     """Mark the job done and leave its hash-only audit row."""
-    store.save_progress(conn, job, lease_seconds=LEASE_SECONDS, done=True)
+    erasure_jobs.save_progress(conn, job, lease_seconds=LEASE_SECONDS, done=True)
     write_audit(
         conn,
         org=job["org"],
@@ -82,7 +83,7 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
     jobs = batches = 0
     while time.monotonic() - started < PASS_BUDGET_SECONDS:
         with deps.pool.connection() as conn:
-            job = store.claim_due_job(conn, LEASE_SECONDS)
+            job = erasure_jobs.claim_due_job(conn, LEASE_SECONDS)
         if job is None:
             break
         jobs += 1
@@ -94,15 +95,17 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
                     if done:
                         finish(conn, job)
                     else:
-                        store.save_progress(conn, job, lease_seconds=LEASE_SECONDS, done=False)
+                        erasure_jobs.save_progress(
+                            conn, job, lease_seconds=LEASE_SECONDS, done=False
+                        )
                 batches += 1
             if not done:  # out of budget: the next pass goes on at once
                 with deps.pool.connection() as conn:
-                    store.release_job(conn, job["job_id"], error="", failed=False)
+                    erasure_jobs.release_job(conn, job["job_id"], error="", failed=False)
         except Exception as exc:
             logger.exception("erasure job failed", extra={"job_id": job["job_id"]})
             with deps.pool.connection() as conn:
-                store.release_job(
+                erasure_jobs.release_job(
                     conn, job["job_id"], error=str(exc), failed=job["attempts"] >= MAX_ATTEMPTS
                 )
     return {"jobs": jobs, "batches": batches}

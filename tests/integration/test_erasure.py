@@ -183,7 +183,7 @@ def test_batches_of_one_reach_what_one_pass_reaches(api, deps, pool, org, world,
 
 
 def _job_row(conn, job_id):
-    from chalicelib.store.erasure import get_job
+    from chalicelib.store.erasure_jobs import get_job
 
     row = conn.execute("SELECT org FROM loom.erasure_jobs WHERE job_id = %s", (job_id,)).fetchone()
     return get_job(conn, row[0], job_id)

@@ -2,10 +2,11 @@
 
 The corpus statistics are the caller's scope's own (never another tenant's). A scope of up to
 SAMPLE_ROWS windows is read whole, so its statistics are exact. In a larger one (counted once
-a minute), a term's document frequency is counted exactly through the GIN index up to RARE_DF
-and estimated from a sample of LARGE_SAMPLE_ROWS above it; documents are gathered through the
-rare terms (the ones that decide a BM25 ranking), and the common terms add their weight to
-those documents only. A query of common terms alone gathers the documents holding all of them.
+a minute), a term's document frequency is counted exactly through the GIN index while it is
+rare (under 0.5% of the scope, between RARE_DF_MIN and RARE_DF) and estimated from a sample of
+LARGE_SAMPLE_ROWS above that; documents are gathered through the rare terms (the ones that
+decide a BM25 ranking), and the common terms add their weight to those documents only. A
+query of common terms alone gathers the documents holding all of them.
 """
 
 from __future__ import annotations
@@ -28,38 +29,46 @@ from chalicelib.store.conversation_search import (
 BM25_K1 = 1.2
 BM25_B = 0.75
 SAMPLE_ROWS = 5000
-LARGE_SAMPLE_ROWS = 1000  # a scope known to be large estimates its common terms from these
-RARE_DF = 1000
+LARGE_SAMPLE_ROWS = 500  # a scope known to be large estimates its common terms from these
+RARE_DF = 500  # a term in fewer windows than this (or 0.5% of a scope, at least 100) is rare
+RARE_DF_MIN = 100
+RARE_SHARE = 0.005
 MAX_TERMS = 64
-CANDIDATES_MAX = 5000
+CANDIDATES_MAX = 1500
 STATS_TTL_SECONDS = 60.0
 
-_stats: dict[tuple[Any, ...], tuple[float, float, float]] = {}  # scope -> (n, avgdl, until)
+# A large scope's (n, avgdl, until), and each term's (df, rare, until) in it: counted once a
+# minute, in this process.
+_stats: dict[tuple[Any, ...], tuple[float, float, float]] = {}
 
 
 def _indexed() -> sql.Composable:
     return sql.SQL("e.model = %(model)s AND e.tombstoned_at IS NULL AND e.window_tsv IS NOT NULL")
 
 
+_LEXEMES = (
+    # The query's lexemes, as the windows were parsed; one with a backslash cannot be written
+    # as a tsquery literal and is left out.
+    "SELECT DISTINCT term FROM"
+    " unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) AS term"
+    " WHERE position(E'\\\\' in term) = 0 ORDER BY term LIMIT " + str(MAX_TERMS)
+)
+
+
 @functools.cache
 def _sample_query(shape: tuple[str, ...]) -> str:
-    # The query's lexemes (as the windows were parsed), and how many of the sampled windows
-    # hold each; a lexeme with a backslash cannot be written as a tsquery literal and is left
-    # out.
+    # How many of the sampled windows hold each term, and the sample's size and mean length.
     return (
         sql.SQL(
-            "WITH q AS (SELECT DISTINCT term FROM"
-            "  unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) AS term"
-            "  WHERE position(E'\\\\' in term) = 0 LIMIT {terms}),"
-            " sample AS MATERIALIZED (SELECT e.window_tsv, e.window_len"
+            "WITH sample AS MATERIALIZED (SELECT e.window_tsv, e.window_len"
             "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed} LIMIT %(cap)s)"
             " SELECT q.term, (SELECT count(*) FROM sample s"
             "  WHERE s.window_tsv @@ quote_literal(q.term)::tsquery) AS hits,"
             " (SELECT count(*) FROM sample) AS n,"
             " (SELECT coalesce(avg(window_len), 0) FROM sample) AS avgdl"
-            " FROM q ORDER BY q.term"
+            " FROM unnest(%(terms)s::text[]) AS q(term)"
         )
-        .format(where=scope_where("e", shape), indexed=_indexed(), terms=sql.Literal(MAX_TERMS))
+        .format(where=scope_where("e", shape), indexed=_indexed())
         .as_string()
     )
 
@@ -98,30 +107,36 @@ def _score_query(shape: tuple[str, ...]) -> str:
             "  AS t(term, idf)),"
             " cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.window_tsv, e.window_len"
             "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
-            "  AND e.window_tsv @@ %(gather)s::tsquery LIMIT {cap}),"
-            # Only the query's lexemes of each window: weight them, keep the weighted.
-            " m AS (SELECT c.rid, c.msg_id, c.window_len, u.lexeme,"
-            "  coalesce(array_length(u.positions, 1), 1)::float8 AS tf FROM cand c"
-            "  CROSS JOIN LATERAL unnest(ts_filter(setweight(c.window_tsv, 'A', %(terms)s::text[]),"
-            "  '{{a}}')) u),"
-            " scored AS (SELECT m.rid, m.msg_id, sum(t.idf * m.tf * ({k1} + 1) / (m.tf + {k1}"
-            "  * (1 - {b} + {b} * m.window_len / %(avgdl)s))) AS score,"
-            "  array_agg(m.lexeme) AS terms"
-            "  FROM m JOIN t ON t.term = m.lexeme GROUP BY m.rid, m.msg_id"
-            "  ORDER BY score DESC, m.msg_id LIMIT %(k)s)"
+            "  AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s),"
+            # Each window's BM25 over only the query's lexemes in it (weighted, then kept).
+            " scored AS (SELECT c.rid, c.msg_id, s.score FROM cand c CROSS JOIN LATERAL"
+            "  (SELECT sum(t.idf * u.tf * ({k1} + 1) / (u.tf + {k1}"
+            "   * (1 - {b} + {b} * c.window_len / %(avgdl)s))) AS score"
+            "   FROM (SELECT lexeme, coalesce(array_length(positions, 1), 1)::float8 AS tf"
+            "    FROM unnest({mine})) u JOIN t ON t.term = u.lexeme) s"
+            "  ORDER BY s.score DESC, c.msg_id LIMIT %(k)s)"
             " SELECT e2.msg_id, e2.thread_id, e2.namespace, e2.agent, e2.role, e2.user_id,"
-            " e2.run_id, e2.ts, e2.text, sc.score, sc.terms"
+            " e2.run_id, e2.ts, e2.text, sc.score,"
+            " (SELECT array_agg(lexeme) FROM unnest({hit})) AS terms"
             " FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
             " ORDER BY sc.score DESC, e2.msg_id"
         )
         .format(
             where=scope_where("e", shape),
             indexed=_indexed(),
-            cap=sql.Literal(CANDIDATES_MAX),
             k1=sql.Literal(BM25_K1),
             b=sql.Literal(BM25_B),
+            mine=_query_lexemes("c"),
+            hit=_query_lexemes("e2"),
         )
         .as_string()
+    )
+
+
+def _query_lexemes(alias: str) -> sql.Composable:
+    """The query's lexemes of a window, with their positions: weight them, keep the weighted."""
+    return sql.SQL("ts_filter(setweight({}.window_tsv, 'A', %(terms)s::text[]), '{{a}}')").format(
+        sql.Identifier(alias)
     )
 
 
@@ -136,26 +151,51 @@ def window_search(
     2,048 characters (`text`), its score and the query lexemes its window holds."""
     shape = filter_shape(f)
     _, params = filter_params(f, "e")
-    large = _known_size(f, model)
-    params.update(model=model, query=query, cap=LARGE_SAMPLE_ROWS if large else SAMPLE_ROWS + 1)
+    params.update(model=model, query=query)
     with conn.cursor(row_factory=dict_row) as cur:
-        sample = cur.execute(_sample_query(shape), params).fetchall()
-        if not sample:
+        query_terms = [r["term"] for r in cur.execute(_LEXEMES, params).fetchall()]
+        if not query_terms:
             return []  # no searchable word in the query
-        n, avgdl = float(sample[0]["n"]), float(sample[0]["avgdl"])
-        hits = {r["term"]: float(r["hits"]) for r in sample}
+        large = _known_size(f, model)
+        if large is None:
+            params.update(terms=query_terms, cap=SAMPLE_ROWS + 1)
+            sample = cur.execute(_sample_query(shape), params).fetchall()
+            n, avgdl = float(sample[0]["n"]), float(sample[0]["avgdl"])
+            hits = {r["term"]: float(r["hits"]) for r in sample}
         if large is None and n <= SAMPLE_ROWS:  # the whole scope: exact statistics
-            df, gather = hits, [t for t, h in hits.items() if h > 0]
-            op = "|"
+            df = hits
+            gather, op = [t for t, h in hits.items() if h > 0], "|"
+            budget = SAMPLE_ROWS + 1  # every window holding a term
         else:
-            sampled = n
-            n, avgdl = large or _scope_size(cur, f, shape, params)
-            df, gather, op = _large_scope_df(cur, shape, params, hits, n / max(sampled, 1.0))
+            if large is None:
+                large = _scope_size(cur, f, shape, params)
+                _remember(f, model, _large_scope_df(cur, shape, params, hits, large[0], n))
+            n, avgdl = large
+            known = _known_terms(f, model, query_terms)
+            unknown = [t for t in query_terms if t not in known]
+            if unknown:
+                params.update(terms=unknown, cap=LARGE_SAMPLE_ROWS)
+                sample = cur.execute(_sample_query(shape), params).fetchall()
+                hits = {r["term"]: float(r["hits"]) for r in sample}
+                counted = _large_scope_df(cur, shape, params, hits, n, float(sample[0]["n"]))
+                _remember(f, model, counted)
+                known.update(counted)
+            df = {t: known[t][0] for t in query_terms}
+            gather, op = _gather([t for t in query_terms if known[t][1]], df)
+            # Windows holding every common term are many and rank alike: a sample of them.
+            budget = CANDIDATES_MAX if op == "|" else CANDIDATES_MAX // 3
         if not gather or n == 0:
             return []
         terms = list(df)
         idf = [math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms]
-        params.update(terms=terms, idf=idf, gather=_tsquery(gather, op), avgdl=max(avgdl, 1.0), k=k)
+        params.update(
+            terms=terms,
+            idf=idf,
+            gather=_tsquery(gather, op),
+            avgdl=max(avgdl, 1.0),
+            k=k,
+            cand=budget,
+        )
         return cur.execute(_score_query(shape), params).fetchall()
 
 
@@ -174,29 +214,65 @@ def _scope_size(
     key = (f, params["model"])
     row = cur.execute(_scope_query(shape), params).fetchone()
     n, avgdl = float(row["n"]), float(row["avgdl"])
-    if len(_stats) > 10_000:
+    if len(_stats) > 50_000:
         _stats.clear()
     _stats[key] = (n, avgdl, time.monotonic() + STATS_TTL_SECONDS)
     return n, avgdl
 
 
+def _rare_df(n: float) -> int:
+    """Below this many windows a term is rare in a scope of n: 1% of it, within bounds."""
+    return min(RARE_DF, max(RARE_DF_MIN, int(n * RARE_SHARE)))
+
+
 def _large_scope_df(
-    cur: Any, shape: tuple[str, ...], params: dict, hits: dict[str, float], per_row: float
-) -> tuple[dict[str, float], list[str], str]:
-    """Document frequencies in a scope larger than the sample (each sampled row standing for
-    `per_row`), and the terms to gather by."""
-    maybe_rare = [t for t, h in hits.items() if h * per_row < RARE_DF]
-    df = {t: max(h * per_row, float(RARE_DF)) for t, h in hits.items()}
-    rare: list[str] = []
+    cur: Any, shape: tuple[str, ...], params: dict, hits: dict[str, float], n: float, sampled: float
+) -> dict[str, tuple[float, bool]]:
+    """Each term's document frequency in a scope of n windows larger than the sample (each of
+    the `sampled` rows standing for n / sampled), and whether it is rare (counted exactly)."""
+    per_row = n / max(sampled, 1.0)
+    rare_df = _rare_df(n)
+    out = {t: (max(h * per_row, float(rare_df)), False) for t, h in hits.items()}
+    maybe_rare = [t for t, h in hits.items() if h * per_row < rare_df]
     if maybe_rare:
         counted = cur.execute(
-            _df_query(shape), {**params, "terms": maybe_rare, "rare": RARE_DF}
+            _df_query(shape), {**params, "terms": maybe_rare, "rare": rare_df}
         ).fetchall()
         for r in counted:
-            if r["df"] < RARE_DF:
-                df[r["term"]] = float(r["df"])
-                if r["df"] > 0:
-                    rare.append(r["term"])
-    if rare:
-        return df, rare, "|"
-    return df, list(df), "&"
+            if r["df"] < rare_df:
+                out[r["term"]] = (float(r["df"]), r["df"] > 0)
+    return out
+
+
+def _gather(rare: list[str], df: dict[str, float]) -> tuple[list[str], str]:
+    """The rarest terms while their windows fit the candidate budget, any of them; with no rare
+    term, every term at once."""
+    if not rare:
+        return list(df), "&"
+    rare = sorted(rare, key=lambda t: df[t])
+    gather, budget = rare[:1], df[rare[0]]
+    for t in rare[1:]:
+        budget += df[t]
+        if budget > CANDIDATES_MAX:
+            break
+        gather.append(t)
+    return gather, "|"
+
+
+def _known_terms(f: TurnFilter, model: str, terms: list[str]) -> dict[str, tuple[float, bool]]:
+    """The terms whose frequency in this large scope was counted under a minute ago."""
+    now = time.monotonic()
+    out = {}
+    for t in terms:
+        cached = _stats.get((f, model, t))
+        if cached is not None and cached[2] > now:
+            out[t] = (cached[0], bool(cached[1]))
+    return out
+
+
+def _remember(f: TurnFilter, model: str, counted: dict[str, tuple[float, bool]]) -> None:
+    if len(_stats) > 50_000:
+        _stats.clear()
+    until = time.monotonic() + STATS_TTL_SECONDS
+    for t, (df, rare) in counted.items():
+        _stats[(f, model, t)] = (df, float(rare), until)

@@ -140,4 +140,4 @@ def test_database_and_model_credentials_come_from_secrets_manager(monkeypatch):
         url = deps.database_url()
         llm = deps.llm
     assert url == "postgresql://loom:p%40ss%2Fword@proxy.internal:5432/loom?sslmode=require"
-    assert llm._api_key == "sk-test-123"
+    assert llm._openai._api_key == "sk-test-123"

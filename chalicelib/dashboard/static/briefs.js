@@ -54,9 +54,12 @@ export async function loadBriefs() {
   }
 }
 
+let latestFetch = 0; // only the newest answer is drawn: a slower, older one is dropped
+
 async function fetchBrief(revision) {
   if (!opened) return;
   const view = opened;
+  const ticket = ++latestFetch;
   setError("briefs-error", "");
   try {
     const answer = await state.api.call("session.brief_get", {
@@ -66,7 +69,7 @@ async function fetchBrief(revision) {
       revision,
       full: $("brief-full").checked,
     });
-    if (opened !== view) return;
+    if (opened !== view || ticket !== latestFetch) return;
     if (!answer.found) {
       $("brief").hidden = true;
       opened = null;
@@ -94,7 +97,7 @@ async function fetchBrief(revision) {
     $("brief-text").textContent = answer.rendered;
     $("brief").hidden = false;
   } catch (err) {
-    setError("briefs-error", describe(err));
+    if (ticket === latestFetch) setError("briefs-error", describe(err));
   }
 }
 

@@ -59,8 +59,11 @@ def search_turns(
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
     depth = max(LEG_DEPTH, top_k)
-    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
     vector_legs: list[list[dict[str, Any]]] = []
+    if mode == "lexical":
+        lexical = _lexical_rows(ctx, filt, query, depth)
+        return _fuse(vector_legs, _plain(lexical), lexical_weight, top_k, excerpt_chars)
+    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
     if mode == "hybrid":
         try:
             query_vec = ctx.deps.embedder.embed_query(query)
@@ -72,8 +75,11 @@ def search_turns(
                     _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
                     for column in VECTOR_COLUMNS
                 ]
-    lexical = [r for r in lexical_rows.result() if not reads_as_high(r["text"])]
-    return _fuse(vector_legs, lexical, lexical_weight, top_k, excerpt_chars)
+    return _fuse(vector_legs, _plain(lexical_rows.result()), lexical_weight, top_k, excerpt_chars)
+
+
+def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if not reads_as_high(r["text"])]
 
 
 def _semantic(

@@ -28,6 +28,12 @@ def take_thread_lease(conn: Connection, org: str, namespace: str, thread_id: str
     )
 
 
+def take_thread_leases(conn: Connection, org: str, threads: list[tuple[str, str]]) -> None:
+    """The leases of several (namespace, thread_id), always in one order (no deadlock)."""
+    for namespace, thread_id in sorted(set(threads)):
+        take_thread_lease(conn, org, namespace, thread_id)
+
+
 def existing_copies(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
 ) -> dict[str, TurnState]:
@@ -459,7 +465,7 @@ def delete_thread(
 
 # A live copy holds an embedding row when it is a turn search indexes (user, assistant, or a
 # compaction summary) and its first 2,048 characters are the row's text.
-_HOLDS = (
+HOLDS_EMBEDDING = (
     "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
     " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
     " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
@@ -475,17 +481,17 @@ def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str,
     conn.execute(
         "UPDATE loom.conversation_embeddings e SET (agent, role, user_id, run_id) ="
         " (SELECT h.agent, h.role, h.user_id, h.run_id FROM loom.conversations h"
-        "  WHERE " + _HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
+        "  WHERE " + HOLDS_EMBEDDING + " ORDER BY h.ts, h.agent LIMIT 1)"
         " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
-        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ""
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ""
         "   AND h.agent = e.agent)"
-        " AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")",
+        " AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ")",
         scope,
     )
     rows = conn.execute(
         "UPDATE loom.conversation_embeddings e SET tombstoned_at = %s"
         " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
-        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ")"
         " RETURNING e.msg_id",
         (now, *scope),
     ).fetchall()

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from psycopg import Connection, sql
 
+from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
+from chalicelib.store.conversations import take_thread_leases
 from chalicelib.store.turn_windows import rewrite_thread_windows
 
 Kind = Literal["user", "namespace_list"]
@@ -135,12 +137,6 @@ _BATCH = (
 )
 # A live copy holds an embedding row when search indexes it (a user or assistant turn, or a
 # compaction summary) and its first 2,048 characters are the row's text (as a delete settles).
-_HOLDS = (
-    "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
-    " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
-    " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
-    " AND left(h.content, 2048) = e.text"
-)
 _IN_BATCH = "{a}.org = %(org)s AND {a}.namespace = b.namespace AND {a}.thread_id = b.thread_id"
 
 
@@ -199,13 +195,8 @@ def erase_threads(
         # The spec: an expired turn's embedding row leaves disk only on a namespace_list purge.
         "expired_too": purge and s.kind == "namespace_list",
     }
-    # The same lease appends, saves, compaction and deletes take, in one order (no deadlock).
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(chr(31), %(org)s::text,"
-        " l.namespace, l.thread_id), 0)) FROM (SELECT * FROM unnest(%(b_ns)s::text[],"
-        " %(b_th)s::text[]) AS u(namespace, thread_id) ORDER BY 1, 2) l",
-        params,
-    )
+    # The same leases appends, saves, compaction and deletes take.
+    take_thread_leases(conn, s.org, threads)
     subj_e = subject_match(EMBEDDINGS, s, "e")
     subj_t = subject_match(THREADS, s, "t")
     tomb: Counts = {}
@@ -225,9 +216,9 @@ def erase_threads(
         sql.SQL(
             "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e"
             " SET (agent, role, user_id, run_id) = (SELECT h.agent, h.role, h.user_id, h.run_id"
-            "  FROM loom.conversations h WHERE " + _HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
+            "  FROM loom.conversations h WHERE " + HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
             " FROM batch b WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NULL"
-            " AND {subj} AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+            " AND {subj} AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS + ")"
         ).format(subj=subj_e),
         params,
     )
@@ -236,7 +227,7 @@ def erase_threads(
         sql.SQL(
             "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e SET tombstoned_at = %(now)s"
             " FROM batch b WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NULL"
-            " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + _HOLDS + ")"
+            " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS + ")"
             " AND ({subj} OR EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = e.org"
             "  AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
             "  AND c.msg_id = e.msg_id AND c.tombstoned_at = %(now)s))"

@@ -12,13 +12,13 @@ from typing import Literal
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import reads_as_high
-from chalicelib.store.conversation_search import ensure_vector_index
+from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
+    InsertedTurns,
     NewTurn,
     TurnVector,
     existing_copies,
     insert_turns,
-    turn_before,
     write_embeddings,
 )
 from chalicelib.store.pool import read_connection
@@ -48,29 +48,31 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
     with read_connection(deps.pool) as conn:
         states = existing_copies(conn, *scope, [t.msg_id for t in turns])
     fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
-    inserted: dict[str, datetime] | None = {}
+    to_embed = [t for t in fresh if embeddable(t)]
+    inserted = InsertedTurns({}, None)
     if fresh:
-        with deps.pool.connection() as conn:
-            inserted = insert_turns(conn, fresh)
-            raced = [t.msg_id for t in fresh if inserted and t.msg_id not in inserted]
-            if raced:
+        inserted = insert_turns(deps.pool, fresh, deps.embedder.name if to_embed else None)
+        raced = [t.msg_id for t in fresh if inserted.ts and t.msg_id not in inserted.ts]
+        if raced:
+            with read_connection(deps.pool) as conn:
                 states.update(existing_copies(conn, *scope, raced))
     now = deps.clock()
-    if inserted is None:
+    ts = inserted.ts
+    if ts is None:
         return [
             Recorded(t.msg_id, now, False, "logging_disabled")
             if t.msg_id not in states
             else _existing(t.msg_id, states[t.msg_id], now)
             for t in turns
         ]
-    to_embed = [t for t in fresh if t.msg_id in inserted and embeddable(t)]
-    removed = _embed(deps, to_embed, inserted) if to_embed else set()
+    to_embed = [t for t in to_embed if t.msg_id in ts]
+    removed = _embed(deps, to_embed, ts, inserted.before) if to_embed else set()
     answers = []
     for t in turns:
-        if t.msg_id in inserted:
-            ts = inserted.pop(t.msg_id)
+        if t.msg_id in ts:
+            stamp = ts.pop(t.msg_id)
             gone = t.msg_id in removed
-            answers.append(Recorded(t.msg_id, ts, not gone, "deleted" if gone else ""))
+            answers.append(Recorded(t.msg_id, stamp, not gone, "deleted" if gone else ""))
         else:
             answers.append(_existing(t.msg_id, states.get(t.msg_id, "live"), now))
     return answers
@@ -88,14 +90,17 @@ def context_text(before: str, text: str) -> str:
     return (before[-(EMBED_CHARS // 2) :] + "\n" + text)[:EMBED_CHARS]
 
 
-def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str]:
-    """Embed each turn, and each in its context, in one batch (fail-open), then store vectors
-    under the lease; returns msg_ids removed while the embedding ran, which get no late
-    vector."""
+def _embed(
+    deps: Deps,
+    turns: list[NewTurn],
+    ts: dict[str, datetime],
+    before: tuple[str, str] | None,
+) -> set[str]:
+    """Embed each turn, and each in its context (after `before`, the thread's last indexed
+    turn, then after each other), in one batch (fail-open), then store vectors under the
+    lease; returns msg_ids removed while the embedding ran, which get no late vector."""
     embedder = deps.embedder
     texts = [t.content[:EMBED_CHARS] for t in turns]
-    with read_connection(deps.pool) as conn:
-        before = turn_before(conn, turns[0], embedder.name, ts[turns[0].msg_id])
     befores: list[tuple[str, str] | None] = []
     for t, text in zip(turns, texts, strict=True):
         befores.append(before)
@@ -119,9 +124,8 @@ def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str
         )
         for t, text, vec, b in zip(turns, texts, vectors[: len(turns)], befores, strict=True)
     ]
-    if error is None:
+    if error is None and not vector_index_ready(len(vectors[0])):
         with deps.pool.connection() as conn:
             ensure_vector_index(conn, len(vectors[0]))
-    with deps.pool.connection() as conn:
-        written = write_embeddings(conn, embedder.name, items)
+    written = write_embeddings(deps.pool, embedder.name, items)
     return {t.msg_id for t in turns} - written

@@ -58,6 +58,11 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
     _ensured_indexes.add(dim)
 
 
+def vector_index_ready(dim: int) -> bool:
+    """True once this process has made sure of the HNSW indexes for this dimension."""
+    return dim in _ensured_indexes
+
+
 def vector_index_name(column: Column, dim: int) -> str:
     prefix = (
         "conversation_embeddings_hnsw" if column == "embedding" else "conversation_context_hnsw"
@@ -152,16 +157,17 @@ def bounded_exact_search(
 
 @functools.cache
 def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
-    distance = sql.SQL("(s.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim)
+    distance = sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
+        dim=sql.Literal(dim), column=sql.Identifier(column)
     )
     return (
         sql.SQL(
-            # The scope carries only row ids and vectors: the rest is read for the top k.
-            "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.{column} AS embedding"
+            # The scope carries row ids and distances, measured as it is read: the rest is read
+            # for the top k.
+            "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, {distance} AS distance"
             " FROM loom.conversation_embeddings e WHERE {where} AND {embedded} LIMIT %(cap)s),"
-            " top AS (SELECT s.rid, 1 - {distance} AS similarity FROM scope s"
-            "  ORDER BY {distance}, s.msg_id LIMIT %(k)s)"
+            " top AS (SELECT s.rid, 1 - s.distance AS similarity FROM scope s"
+            "  ORDER BY s.distance, s.msg_id LIMIT %(k)s)"
             " SELECT {returned}, top.similarity, (SELECT count(*) FROM scope) AS scope_rows"
             " FROM top JOIN loom.conversation_embeddings e2 ON e2.ctid = top.rid"
             " ORDER BY top.similarity DESC, e2.msg_id"
@@ -171,7 +177,6 @@ def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
             embedded=_embedded(dim, column),
             returned=sql.SQL(_RETURNED),
             distance=distance,
-            column=sql.Identifier(column),
         )
         .as_string()
     )

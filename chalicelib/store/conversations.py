@@ -7,11 +7,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
-from psycopg import Connection, sql
+from psycopg import Connection, Cursor, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
+from chalicelib.store.pool import read_connection
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "tombstoned"]
@@ -67,22 +69,33 @@ def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
     return [[getattr(t, n) for t in turns] for n in names]
 
 
-def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] | None:
-    """Insert one thread's turns in order, under its lease, if the namespace records.
+@dataclass(frozen=True)
+class InsertedTurns:
+    ts: dict[str, datetime] | None  # each inserted turn's ts; None when recording is off
+    # The msg_id and text of the thread's last turn search indexed before these, when asked.
+    before: tuple[str, str] | None
 
-    Returns the ts of each turn inserted (copies that exist already are skipped), or None
-    when recording is off (fails closed: a namespace with no row does not record).
+
+def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) -> InsertedTurns:
+    """Insert one thread's turns in order, under its lease, if the namespace records: one
+    transaction, sent whole in one round trip. Copies that exist already are skipped; with a
+    `model`, the thread's last turn it indexes (the turn before these) is read under the lease.
+    Recording fails closed: a namespace with no row does not record.
     """
     first = turns[0]
-    with conn.pipeline():  # the lease and the insert in one round trip
-        take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-        rows = _insert_turns(conn, turns)
-    if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
-        return None
-    return dict(rows)
+    with read_connection(pool) as conn:
+        with conn.pipeline(), conn.transaction():
+            take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+            inserted = _insert_turns(conn, turns)
+            before = None if model is None else _last_indexed(conn, first, model)
+        rows = inserted.fetchall()
+        last = None if before is None else before.fetchone()
+        if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
+            return InsertedTurns(None, None)
+    return InsertedTurns(dict(rows), None if last is None else (last[0], last[1]))
 
 
-def _insert_turns(conn: Connection, turns: list[NewTurn]) -> list[tuple[str, datetime]]:
+def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
     first = turns[0]
     return conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
@@ -107,7 +120,7 @@ def _insert_turns(conn: Connection, turns: list[NewTurn]) -> list[tuple[str, dat
             first.org,
             first.namespace,
         ),
-    ).fetchall()
+    )
 
 
 @dataclass(frozen=True)
@@ -123,20 +136,23 @@ class TurnVector:
     context_of: str | None = None
 
 
-def write_embeddings(conn: Connection, model: str, items: list[TurnVector]) -> set[str]:
-    """Store vectors (or embed errors) of one thread's turns still live, under the lease;
-    returns the msg_ids written. A live row another agent's copy wrote is shared, not replaced.
+def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
+    """Store vectors (or embed errors) of one thread's turns still live, under the lease, in
+    one transaction sent whole in one round trip; returns the msg_ids written. A live row
+    another agent's copy wrote is shared, not replaced.
     """
     first = items[0].turn
     turns = [i.turn for i in items]
-    with conn.pipeline():  # one round trip for the three statements
-        # The vector is derived data: its commit need not wait for the WAL flush.
-        conn.execute("SET LOCAL synchronous_commit = off")
-        take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-        rows = insert_vectors(conn, model, items)
-    written = {r[0] for r in rows}
-    if len(written) < len(items):  # a live row shared with another copy answers nothing
-        written |= live_copies(conn, first, [t.msg_id for t in turns if t.msg_id not in written])
+    with read_connection(pool) as conn:
+        with conn.pipeline(), conn.transaction():
+            # The vector is derived data: its commit need not wait for the WAL flush.
+            conn.execute("SET LOCAL synchronous_commit = off")
+            take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+            sent = send_vectors(conn, model, items)
+        written = {r[0] for r in returned_rows(sent)}
+        if len(written) < len(items):  # a live row shared with another copy answers nothing
+            rest = [t.msg_id for t in turns if t.msg_id not in written]
+            written |= live_copies(conn, first, rest)
     return written
 
 
@@ -159,7 +175,8 @@ _INSERT_VECTOR = (
     "    ORDER BY ts DESC, msg_id DESC LIMIT 2) p) b) w"
     " WHERE c.org = %(org)s AND c.namespace = %(ns)s"
     " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = %(msg_id)s"
-    " AND c.tombstoned_at IS NULL"
+    # The ts it was written at: whichever index the planner picks finds the one row.
+    " AND c.ts = %(ts)s AND c.tombstoned_at IS NULL"
     # A live row a saved copy flagged keeps that copy's owner and flag.
     " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
     " agent = CASE WHEN e.is_saved THEN e.agent ELSE EXCLUDED.agent END,"
@@ -179,8 +196,13 @@ _INSERT_VECTOR = (
 
 
 def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> list[tuple[str]]:
-    """One statement a turn, sent together (the caller holds the lease): the vector binds as
-    itself, not as text."""
+    """One statement a turn, then the windows they touch (the caller holds the lease)."""
+    return returned_rows(send_vectors(conn, model, items))
+
+
+def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Cursor:
+    """Send one statement a turn (the vector binds as itself, not as text), then the rewrite of
+    the windows they touch; the cursor answers the msg_ids written (`returned_rows`)."""
     params = [
         {
             "org": i.turn.org,
@@ -199,13 +221,8 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
         }
         for i in items
     ]
-    rows: list[tuple[str]] = []
-    with conn.cursor() as cur:
-        cur.executemany(_INSERT_VECTOR, params, returning=True)
-        while True:
-            rows.extend(cur.fetchall())
-            if not cur.nextset():
-                break
+    cur = conn.cursor()
+    cur.executemany(_INSERT_VECTOR, params, returning=True)
     first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
     rewrite_windows_from(
         conn,
@@ -216,20 +233,25 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
         first.ts,
         first.turn.msg_id,
     )
-    return rows
+    return cur
 
 
-def turn_before(
-    conn: Connection, scope: NewTurn, model: str, ts: datetime
-) -> tuple[str, str] | None:
-    """The msg_id and text of the thread's last turn search indexes before `ts`."""
-    row = conn.execute(
+def returned_rows(cur: Cursor) -> list[tuple[str]]:
+    """Every row an executemany(returning=True) answered."""
+    rows: list[tuple[str]] = []
+    while True:
+        rows.extend(cur.fetchall())
+        if not cur.nextset():
+            return rows
+
+
+def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:
+    return conn.execute(
         "SELECT msg_id, text FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
-        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL AND ts < %s"
+        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL"
         " ORDER BY ts DESC, msg_id DESC LIMIT 1",
-        (scope.org, scope.namespace, scope.thread_id, model, ts),
-    ).fetchone()
-    return None if row is None else (row[0], row[1])
+        (scope.org, scope.namespace, scope.thread_id, model),
+    )
 
 
 def live_copies(conn: Connection, scope: NewTurn, msg_ids: list[str]) -> set[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import select
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +23,28 @@ def _configure(conn: psycopg.Connection) -> None:
     # rather than reuse one generic plan (a small tenant's plan scans a big one's rows).
     conn.execute("SET plan_cache_mode = force_custom_plan")
     conn.autocommit = False
+
+
+# When each pooled connection went back to the pool.
+_returned_at: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
+CHECK_AFTER_IDLE_SECONDS = 5.0
+
+
+def _returned(conn: psycopg.Connection) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+def _check(conn: psycopg.Connection) -> None:
+    """Check a connection with a round trip only when the server may have dropped it: it sat in
+    the pool a while (a frozen Lambda, a NAT timeout), or something arrived on its socket while
+    it sat there (a server shutting down says so, then closes it). A connection used a moment
+    ago with nothing waiting on it is handed out as it is."""
+    if conn.broken or conn.closed:
+        raise psycopg.OperationalError("the pooled connection is closed")
+    returned = _returned_at.get(conn)
+    idle_long = returned is None or time.monotonic() - returned > CHECK_AFTER_IDLE_SECONDS
+    if idle_long or select.select([conn.fileno()], [], [], 0)[0]:
+        ConnectionPool.check_connection(conn)
 
 
 _TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
@@ -53,15 +78,16 @@ def open_pool(
 
     `prepare=False` turns server-side prepared statements off, as RDS Proxy and transaction
     poolers need (LOOM_DATABASE_PREPARE=false). A connection is checked as it is handed out, so
-    one left broken by a database restart is replaced instead of failing a request; a request
-    waits at most `timeout` seconds for a connection.
+    one left broken by a database restart is replaced instead of failing a request (`_check`); a
+    request waits at most `timeout` seconds for a connection.
     """
     return ConnectionPool(
         database_url,
         min_size=1,
         max_size=max_size,
         configure=_configure,
-        check=ConnectionPool.check_connection,
+        check=_check,
+        reset=_returned,
         kwargs={"prepare_threshold": 5 if prepare else None, "connect_timeout": 5},
         timeout=timeout,
         open=True,

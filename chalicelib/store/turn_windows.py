@@ -21,16 +21,22 @@ _THREAD = (
     " AND (%(model)s::text IS NULL OR model = %(model)s)"
 )
 _REWRITE = (
-    "WITH start AS (SELECT ts, msg_id FROM loom.conversation_embeddings WHERE " + _THREAD + ""
-    "  AND %(ts)s::timestamptz IS NOT NULL AND (ts, msg_id) < (%(ts)s::timestamptz, %(msg_id)s)"
-    "  ORDER BY ts DESC, msg_id DESC OFFSET 2 LIMIT 1),"
+    # The row three before the change (none: the whole thread), as a bound the thread-order
+    # index seeks to.
+    "WITH start AS MATERIALIZED (SELECT coalesce(s.ts, '-infinity') AS ts,"
+    "  coalesce(s.msg_id, '') AS msg_id, s.ts IS NOT NULL AS found"
+    "  FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT ts, msg_id"
+    "   FROM loom.conversation_embeddings WHERE " + _THREAD + ""
+    "   AND %(ts)s::timestamptz IS NOT NULL"
+    "   AND (ts, msg_id) < (%(ts)s::timestamptz, %(msg_id)s)"
+    "   ORDER BY ts DESC, msg_id DESC OFFSET 2 LIMIT 1) s ON true),"
     " part AS (SELECT ctid AS rid, msg_id, model, ts, text FROM loom.conversation_embeddings"
-    "  WHERE " + _THREAD + " AND (NOT EXISTS (SELECT 1 FROM start)"
-    "  OR (ts, msg_id) >= (SELECT ts, msg_id FROM start))),"
+    "  WHERE " + _THREAD + ""
+    "  AND (ts, msg_id) >= ((SELECT ts FROM start), (SELECT msg_id FROM start))),"
     " w AS MATERIALIZED (SELECT rid, lag(msg_id) OVER t AS before_id,"
     "  loom.turn_window(ts, lag(text, 2) OVER t, lag(text, 1) OVER t, text, lead(text, 1) OVER t)"
     "   AS doc,"
-    "  NOT EXISTS (SELECT 1 FROM start) OR row_number() OVER t > 2 AS writable"
+    "  NOT (SELECT found FROM start) OR row_number() OVER t > 2 AS writable"
     "  FROM part WINDOW t AS (PARTITION BY model ORDER BY ts, msg_id))"
     " UPDATE loom.conversation_embeddings e SET window_tsv = w.doc,"
     " window_len = loom.tsv_tokens(w.doc),"

@@ -83,10 +83,12 @@ def widen_race_windows(monkeypatch, seed: int) -> None:
     rng = random.Random(seed)
     lock = threading.Lock()
 
-    def pause() -> None:
+    def wait() -> float:
         with lock:
-            wait = rng.random() * 0.003
-        time.sleep(wait)
+            return rng.random() * 0.003
+
+    def pause() -> None:
+        time.sleep(wait())
 
     def after(fn):
         def wrapped(*args, **kwargs):
@@ -103,8 +105,9 @@ def widen_race_windows(monkeypatch, seed: int) -> None:
 
         return wrapped
 
+    # An append sends its vector write whole: the pause runs on the server, lease held.
     monkeypatch.setattr(
-        conversations_store, "insert_vectors", after(conversations_store.insert_vectors)
+        conversations_store, "send_vectors", sleeping_after(conversations_store.send_vectors, wait)
     )
     monkeypatch.setattr(
         conversations_store,
@@ -114,6 +117,18 @@ def widen_race_windows(monkeypatch, seed: int) -> None:
     monkeypatch.setattr(saved_store, "claim_saved", after(saved_store.claim_saved))
     monkeypatch.setattr(saved_store, "flag_embedding", before(saved_store.flag_embedding))
     monkeypatch.setattr(saved_store, "withdraw_embedding", before(saved_store.withdraw_embedding))
+
+
+def sleeping_after(send, seconds):
+    """`send_vectors` followed, in the same transaction, by a sleep on the server of
+    `seconds()`."""
+
+    def wrapped(conn, *args, **kwargs):
+        cur = send(conn, *args, **kwargs)
+        conn.execute("SELECT pg_sleep(%s)", (seconds(),))
+        return cur
+
+    return wrapped
 
 
 def text_of(msg: str) -> str:
@@ -311,16 +326,15 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
     """
     t = open_tenant(api, deps, org)
     t.append("c-warm", "the harbour log opens", msg_id="warm")
-    inserted, release = threading.Event(), threading.Event()
-    original = conversations_store.insert_vectors
+    sent = threading.Event()
 
-    def paused_insert(*args, **kwargs):
-        out = original(*args, **kwargs)
-        inserted.set()
-        release.wait(3)
-        return out
+    def hold() -> float:
+        sent.set()
+        return 1.0
 
-    monkeypatch.setattr(conversations_store, "insert_vectors", paused_insert)
+    monkeypatch.setattr(
+        conversations_store, "send_vectors", sleeping_after(conversations_store.send_vectors, hold)
+    )
     results: dict = {}
     caller = local_caller(org)
     appender = run(
@@ -332,11 +346,10 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
         caller,
         deps,
     )
-    assert inserted.wait(5)
+    assert sent.wait(5)
+    time.sleep(0.3)  # the server has written the vector and sleeps, the lease held
     body = {"org": org, "namespace": NS, "agent": "", "thread_id": "c1", "confirm_thread_id": "c1"}
     deleter = run(results, "delete", call, "conversation.delete", body, caller, deps)
-    deleter.join(0.4)
-    release.set()
     appender.join(5)
     deleter.join(5)
     assert not isinstance(results["append"], Exception), results

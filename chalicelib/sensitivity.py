@@ -6,7 +6,7 @@ Pure and side-effect free: every pattern is compiled once at import.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 _A, _AI = re.ASCII, re.ASCII | re.IGNORECASE
 
@@ -177,30 +177,42 @@ def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda text: pattern.search(text) is not None
 
 
-_DETECTORS: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("aws_key", _matches(_AWS_KEY)),
-    ("openai_key", _matches(_OPENAI_KEY)),
-    ("github_token", _matches(_GITHUB_TOKEN)),
-    ("slack_token", _matches(_SLACK_TOKEN)),
-    ("jwt", _matches(_JWT)),
-    ("private_key", _matches(_PRIVATE_KEY)),
-    ("bearer_token", _has_bearer),
-    ("password", _has_password),
-    ("card_number", _has_card),
-    ("ssn", _has_ssn),
-    ("pin", _has_pin),
+_DIGITS = tuple("0123456789")
+
+# Each detector, with literals one of which every match holds (in the text as written, or in
+# lower case where the detector ignores case): a text holding none of them is not searched.
+_DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[str], bool]], ...] = (
+    ("aws_key", ("AKIA", "ASIA"), False, _matches(_AWS_KEY)),
+    ("openai_key", ("sk-",), False, _matches(_OPENAI_KEY)),
+    ("github_token", ("gh", "github_pat_"), False, _matches(_GITHUB_TOKEN)),
+    ("slack_token", ("xox",), False, _matches(_SLACK_TOKEN)),
+    ("jwt", ("eyJ",), False, _matches(_JWT)),
+    ("private_key", ("PRIVATE KEY",), False, _matches(_PRIVATE_KEY)),
+    ("bearer_token", ("bearer", "authorization"), True, _has_bearer),
+    ("password", ("pass", "pwd", "secret", "key", "token", "://"), True, _has_password),
+    ("card_number", _DIGITS, False, _has_card),
+    ("ssn", _DIGITS, False, _has_ssn),
+    ("pin", ("pin",), True, _has_pin),
 )
-KINDS: tuple[str, ...] = tuple(kind for kind, _ in _DETECTORS)
+KINDS: tuple[str, ...] = tuple(kind for kind, *_ in _DETECTORS)
+
+
+def _shapes(text: str) -> Iterator[str]:
+    lower = text.lower()
+    for kind, needles, folded, found in _DETECTORS:
+        held = lower if folded else text
+        if any(n in held for n in needles) and found(text):
+            yield kind
 
 
 def high_shapes(text: str) -> list[str]:
     """The kinds of high-sensitivity shape found in text, each once, in KINDS order."""
-    return [kind for kind, found in _DETECTORS if found(text)]
+    return list(_shapes(text))
 
 
 def reads_as_high(text: str) -> bool:
     """True when text holds any high-sensitivity shape."""
-    return any(found(text) for _, found in _DETECTORS)
+    return next(_shapes(text), None) is not None
 
 
 def excerpt_reads_as_high(text: str, shown_chars: int, lookahead: int = 1024) -> bool:

@@ -3,6 +3,7 @@ fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciproca
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from chalicelib.ops.legs import beside
@@ -64,17 +65,20 @@ def search_turns(
         lexical = _lexical_rows(ctx, filt, query, depth)
         return _fuse(vector_legs, _plain(lexical), lexical_weight, top_k, excerpt_chars)
     lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
-    if mode == "hybrid":
-        try:
-            query_vec = ctx.deps.embedder.embed_query(query)
-        except EmbedderError:
-            pass  # fail open: the lexical leg still answers
-        else:
+    try:
+        query_vec = ctx.deps.embedder.embed_query(query)
+    except EmbedderError:
+        pass  # fail open: the lexical leg still answers
+    else:
+
+        def vector_leg(column: Column) -> list[dict[str, Any]]:
             with read_connection(ctx.deps.pool) as conn:
-                vector_legs = [
-                    _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
-                    for column in VECTOR_COLUMNS
-                ]
+                return _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
+
+        # Every leg on a connection of its own: the context leg beside, the turn's own here.
+        first, *others = VECTOR_COLUMNS
+        started = [beside(functools.partial(vector_leg, column)) for column in others]
+        vector_legs = [vector_leg(first), *(leg.result() for leg in started)]
     return _fuse(vector_legs, _plain(lexical_rows.result()), lexical_weight, top_k, excerpt_chars)
 
 

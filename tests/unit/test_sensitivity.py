@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib import sensitivity
 from chalicelib.sensitivity import KINDS, excerpt_reads_as_high, high_shapes, reads_as_high
 
 # Fake credentials, assembled from obviously fake parts.
@@ -419,3 +420,24 @@ def test_excerpt_lookahead_can_be_narrowed():
     text = text_with_key_at(SHOWN + 100)
     assert excerpt_reads_as_high(text, SHOWN, lookahead=50) is False
     assert excerpt_reads_as_high(text, SHOWN, lookahead=200) is True
+
+
+def _ungated(text: str) -> list[str]:
+    return [kind for kind, _, _, found in sensitivity._DETECTORS if found(text)]
+
+
+@pytest.mark.parametrize("case", ["as written", "upper", "lower", "title"])
+def test_the_literal_gates_never_hide_a_shape(case: str):
+    """GIVEN every corpus text, in several letter cases
+    WHEN judged with each detector's literal gate and with every detector run
+    THEN both find the same kinds: a gate only skips texts a detector could not match."""
+    change = {
+        "as written": str,
+        "upper": str.upper,
+        "lower": str.lower,
+        "title": str.title,
+    }[case]
+    texts = [change(text) for text, *_ in CORPUS]
+    assert any(_ungated(t) for t in texts)
+    for text in texts:
+        assert high_shapes(text) == _ungated(text), text

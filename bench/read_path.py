@@ -128,18 +128,22 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     op_times: list[float] = []
     raw_times: list[float] = []
     # Each query runs through the op and raw, one after the other, so background work (an
-    # autovacuum after the load) weighs on both alike.
+    # autovacuum after the load) weighs on both alike; each goes first for half the queries,
+    # since the second finds the user's rows the first read already in the buffer cache.
     with deps.pool.connection() as conn:
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         conn.commit()
-        for (q, user), vec in zip(queries, vecs, strict=True):
-            op_times += timed(lambda q=q, user=user: search(q, user), 1)
+        for i, ((q, user), vec) in enumerate(zip(queries, vecs, strict=True)):
+            if i % 2:
+                op_times += timed(lambda q=q, user=user: search(q, user), 1)
             raw_times += timed(
                 lambda user=user, vec=vec: conn.execute(
                     raw_sql, (org, user, vec, TOP_K)
                 ).fetchall(),
                 1,
             )
+            if not i % 2:
+                op_times += timed(lambda q=q, user=user: search(q, user), 1)
         say("read path: exact scans for recall ...")
         hits = 0
         for ((_, user), vec), got in zip(zip(queries, vecs, strict=True), found, strict=True):

@@ -134,16 +134,17 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         conn.commit()
         for i, ((q, user), vec) in enumerate(zip(queries, vecs, strict=True)):
-            if i % 2:
-                op_times += timed(lambda q=q, user=user: search(q, user), 1)
-            raw_times += timed(
-                lambda user=user, vec=vec: conn.execute(
-                    raw_sql, (org, user, vec, TOP_K)
-                ).fetchall(),
-                1,
-            )
-            if not i % 2:
-                op_times += timed(lambda q=q, user=user: search(q, user), 1)
+            pair = [
+                (op_times, lambda q=q, user=user: search(q, user)),
+                (
+                    raw_times,
+                    lambda user=user, vec=vec: conn.execute(
+                        raw_sql, (org, user, vec, TOP_K)
+                    ).fetchall(),
+                ),
+            ]
+            for times, run_one in pair if i % 2 else reversed(pair):
+                times += timed(run_one, 1)
         say("read path: exact scans for recall ...")
         hits = 0
         for ((_, user), vec), got in zip(zip(queries, vecs, strict=True), found, strict=True):

@@ -3,7 +3,6 @@ fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciproca
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
 from chalicelib.ops.legs import beside
@@ -76,9 +75,9 @@ def search_turns(
                 return _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
 
         # Every leg on a connection of its own: the context leg beside, the turn's own here.
-        first, *others = VECTOR_COLUMNS
-        started = [beside(functools.partial(vector_leg, column)) for column in others]
-        vector_legs = [vector_leg(first), *(leg.result() for leg in started)]
+        own, in_context = VECTOR_COLUMNS
+        context_rows = beside(lambda: vector_leg(in_context))
+        vector_legs = [vector_leg(own), context_rows.result()]
     return _fuse(vector_legs, _plain(lexical_rows.result()), lexical_weight, top_k, excerpt_chars)
 
 

@@ -155,11 +155,16 @@ def bounded_exact_search(
     return rows
 
 
-@functools.cache
-def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
-    distance = sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
+def _distance(dim: int, column: Column) -> sql.Composable:
+    """A row's cosine distance to the query vector, in one vector column."""
+    return sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
         dim=sql.Literal(dim), column=sql.Identifier(column)
     )
+
+
+@functools.cache
+def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
+    distance = _distance(dim, column)
     return (
         sql.SQL(
             # The scope carries row ids and distances, measured as it is read: the rest is read
@@ -213,9 +218,7 @@ def vector_search(
 
 @functools.cache
 def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, column: Column) -> str:
-    distance = sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim), column=sql.Identifier(column)
-    )
+    distance = _distance(dim, column)
     # `+ 0` keeps the planner off the HNSW index: an exact scan of a small scope.
     order = sql.SQL("{} + 0").format(distance) if exact else distance
     # The embedding row carries what a hit shows (its text is the turn's first 2,048

@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import read_connection, sent_whole
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "tombstoned"]
@@ -84,7 +84,7 @@ def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) 
     """
     first = turns[0]
     with read_connection(pool) as conn:
-        with conn.pipeline(), conn.transaction():
+        with sent_whole(conn):
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
             inserted = _insert_turns(conn, turns)
             before = None if model is None else _last_indexed(conn, first, model)
@@ -144,7 +144,7 @@ def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) 
     first = items[0].turn
     turns = [i.turn for i in items]
     with read_connection(pool) as conn:
-        with conn.pipeline(), conn.transaction():
+        with sent_whole(conn):
             # The vector is derived data: its commit need not wait for the WAL flush.
             conn.execute("SET LOCAL synchronous_commit = off")
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)

@@ -61,6 +61,15 @@ def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
             conn.autocommit = False
 
 
+@contextmanager
+def sent_whole(conn: psycopg.Connection) -> Iterator[None]:
+    """One transaction whose BEGIN, statements and COMMIT reach the server in one round trip
+    (`conn` from read_connection). Read the cursors' results after the block: a fetch inside it
+    would wait for the server there and then."""
+    with conn.pipeline(), conn.transaction():
+        yield
+
+
 def database_unavailable(exc: BaseException) -> bool:
     """True for a failure of the database itself (gone, restarting, no free connection in time,
     a transaction it rolled back): the caller may retry, so it answers 503, not 500."""

@@ -184,7 +184,12 @@ _DIGITS = tuple("0123456789")
 _DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[str], bool]], ...] = (
     ("aws_key", ("AKIA", "ASIA"), False, _matches(_AWS_KEY)),
     ("openai_key", ("sk-",), False, _matches(_OPENAI_KEY)),
-    ("github_token", ("gh", "github_pat_"), False, _matches(_GITHUB_TOKEN)),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        False,
+        _matches(_GITHUB_TOKEN),
+    ),
     ("slack_token", ("xox",), False, _matches(_SLACK_TOKEN)),
     ("jwt", ("eyJ",), False, _matches(_JWT)),
     ("private_key", ("PRIVATE KEY",), False, _matches(_PRIVATE_KEY)),
@@ -201,8 +206,11 @@ def _shapes(text: str) -> Iterator[str]:
     lower = text.lower()
     for kind, needles, folded, found in _DETECTORS:
         held = lower if folded else text
-        if any(n in held for n in needles) and found(text):
-            yield kind
+        for needle in needles:  # a plain loop: this runs on every search hit
+            if needle in held:
+                if found(text):
+                    yield kind
+                break
 
 
 def high_shapes(text: str) -> list[str]:

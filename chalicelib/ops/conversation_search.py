@@ -62,7 +62,7 @@ def search_turns(
     vector_legs: list[list[dict[str, Any]]] = []
     if mode == "lexical":
         lexical = _lexical_rows(ctx, filt, query, depth)
-        return _fuse(vector_legs, _plain(lexical), lexical_weight, top_k, excerpt_chars)
+        return _fuse(vector_legs, lexical, lexical_weight, top_k, excerpt_chars)
     lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
     try:
         query_vec = ctx.deps.embedder.embed_query(query)
@@ -72,17 +72,13 @@ def search_turns(
 
         def vector_leg(column: Column) -> list[dict[str, Any]]:
             with read_connection(ctx.deps.pool) as conn:
-                return _vector_rows(ctx, conn, filt, query_vec, depth, excerpt_chars, column)
+                return _vector_rows(ctx, conn, filt, query_vec, depth, column)
 
         # Every leg on a connection of its own: the context leg beside, the turn's own here.
         own, in_context = VECTOR_COLUMNS
         context_rows = beside(lambda: vector_leg(in_context))
         vector_legs = [vector_leg(own), context_rows.result()]
-    return _fuse(vector_legs, _plain(lexical_rows.result()), lexical_weight, top_k, excerpt_chars)
-
-
-def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in rows if not reads_as_high(r["text"])]
+    return _fuse(vector_legs, lexical_rows.result(), lexical_weight, top_k, excerpt_chars)
 
 
 def _semantic(
@@ -95,8 +91,18 @@ def _semantic(
         return _substring_hits(ctx, filt, query, top_k, excerpt_chars)
     floor = _floor(ctx)
     with read_connection(ctx.deps.pool) as conn:
-        rows = _vector_rows(ctx, conn, filt, query_vec, top_k, excerpt_chars, "embedding")
-    return [{**r, "score": r["similarity"]} for r in rows if r["similarity"] >= floor]
+        rows = _vector_rows(ctx, conn, filt, query_vec, top_k, "embedding")
+    return [
+        _shown(r, r["text"][:excerpt_chars], r["similarity"], r["similarity"])
+        for r in rows
+        if r["similarity"] >= floor and not reads_as_high(r["text"])
+    ]
+
+
+def _shown(row: dict[str, Any], excerpt: str, similarity: float | None, score: float) -> dict:
+    """A hit as returned: its row without the text it was found by, with its excerpt."""
+    hit = {f: v for f, v in row.items() if f not in ("text", "terms", "score", "similarity")}
+    return {**hit, "excerpt": excerpt, "similarity": similarity, "score": score}
 
 
 def _floor(ctx: OpContext) -> float:
@@ -110,10 +116,10 @@ def _vector_rows(
     filt: TurnFilter,
     query_vec: Any,
     k: int,
-    excerpt_chars: int,
     column: Column,
 ) -> list[dict[str, Any]]:
-    """Top k by one vector column: exact in a small scope, else through the HNSW index."""
+    """Top k by one vector column: exact in a small scope, else through the HNSW index; each
+    row with the text it was embedded from."""
     embedder = ctx.deps.embedder
     dim = len(query_vec)
     common: dict[str, Any] = {
@@ -121,7 +127,6 @@ def _vector_rows(
         "dim": dim,
         "query_vec": query_vec,
         "k": k,
-        "excerpt_chars": excerpt_chars,
         "column": column,
     }
     rows = None
@@ -133,8 +138,11 @@ def _vector_rows(
 
 
 def _lexical_rows(ctx: OpContext, filt: TurnFilter, query: str, k: int) -> list[dict[str, Any]]:
+    """BM25 hits best first, without any whose text reads as high (checked on the leg's own
+    thread, beside the vector legs)."""
     with read_connection(ctx.deps.pool) as conn:
-        return window_search(conn, filt, model=ctx.deps.embedder.name, query=query, k=k)
+        rows = window_search(conn, filt, model=ctx.deps.embedder.name, query=query, k=k)
+    return [r for r in rows if not reads_as_high(r["text"])]
 
 
 def _fuse(
@@ -151,23 +159,40 @@ def _fuse(
     def key(r: dict[str, Any]) -> HitKey:
         return (r["namespace"], r["thread_id"], r["msg_id"])
 
-    hits: dict[HitKey, dict[str, Any]] = {}
-    for leg in reversed(vector_legs):  # the turn's own vector (the first leg) wins
-        for r in leg:
-            hits[key(r)] = {**r, "similarity": None}
-    for r in vector_legs[0] if vector_legs else []:
-        hits[key(r)]["similarity"] = r["similarity"]
-    for r in lexical:
-        text, terms = r.pop("text"), r.pop("terms")
-        similarity = hits[key(r)]["similarity"] if key(r) in hits else None
-        excerpt = centred_excerpt(text, terms, excerpt_chars, stems=True)
-        hits[key(r)] = {**r, "excerpt": excerpt, "similarity": similarity}
-    # The two vector legs are two views of one signal: together they weigh as much as BM25.
-    legs = [([key(r) for r in leg], VECTOR_LEG_WEIGHT) for leg in vector_legs]
-    legs.append(([key(r) for r in lexical], lexical_weight))
+    # Each turn once: the BM25 row (its excerpt centred on the query's words), else the row
+    # of the turn's own vector (the first leg), else of its context vector.
+    rows: dict[HitKey, dict[str, Any]] = {}
+    for leg in reversed(vector_legs):
+        rows.update((key(r), r) for r in leg)
+    similarity = {key(r): r["similarity"] for r in vector_legs[0]} if vector_legs else {}
+    found = {key(r): r for r in lexical}  # checked with the guard on the leg's thread
+
+    def shown(k: Any, score: float) -> dict[str, Any] | None:
+        if k in found:
+            r = found[k]
+            excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
+            return _shown(r, excerpt, similarity.get(k), score)
+        r = rows[k]
+        if reads_as_high(r["text"]):  # indexed before today's guard read it as high
+            return None
+        return _shown(r, r["text"][:excerpt_chars], similarity.get(k), score)
+
+    ranked: list[tuple[Any, float]]  # (HitKey, score), best first
     if not vector_legs:  # lexical mode, or hybrid without the embedder: BM25 as it ranks
-        return [{**hits[key(r)], "score": r["score"]} for r in lexical[:top_k]]
-    return [{**hits[k], "score": score} for k, score in rrf(legs)[:top_k]]  # type: ignore[index]
+        ranked = [(key(r), r["score"]) for r in lexical]
+    else:
+        # The two vector legs are two views of one signal: together they weigh as much as BM25.
+        legs = [([key(r) for r in leg], VECTOR_LEG_WEIGHT) for leg in vector_legs]
+        legs.append(([key(r) for r in lexical], lexical_weight))
+        ranked = rrf(legs)
+    out: list[dict[str, Any]] = []
+    for k, score in ranked:
+        hit = shown(k, score)
+        if hit is not None:
+            out.append(hit)
+            if len(out) == top_k:
+                break
+    return out
 
 
 def _substring_hits(

@@ -108,10 +108,9 @@ def _embedded(dim: int, column: Column) -> sql.Composable:
 _large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
 LARGE_SCOPE_TTL_SECONDS = 60.0
 
-_RETURNED = (
-    "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts,"
-    " left(text, %(excerpt)s) AS excerpt"
-)
+# What a hit shows: its row, and the text it was embedded from (the turn's first 2,048
+# characters), which the caller checks with today's guard and cuts to an excerpt.
+_RETURNED = "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts, text"
 
 
 def known_large(f: TurnFilter, model: str, dim: int) -> bool:
@@ -128,7 +127,6 @@ def bounded_exact_search(
     dim: int,
     query_vec: np.ndarray,
     k: int,
-    excerpt_chars: int,
     column: Column = "embedding",
 ) -> list[dict[str, Any]] | None:
     """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
@@ -141,7 +139,6 @@ def bounded_exact_search(
                 "model": model,
                 "q": query_vec,
                 "k": k,
-                "excerpt": excerpt_chars,
                 "cap": EXACT_SCAN_MAX_ROWS + 1,
             },
         ).fetchall()
@@ -195,14 +192,13 @@ def vector_search(
     dim: int,
     query_vec: np.ndarray,
     k: int,
-    excerpt_chars: int,
     exact: bool,
     column: Column = "embedding",
 ) -> list[dict[str, Any]]:
     """Top-k embedded turns by cosine similarity, most similar first."""
     _, params = filter_params(f, "e")
     query = _ranking_query(filter_shape(f), dim, exact, column)
-    params.update(model=model, q=query_vec, k=k, excerpt=excerpt_chars)
+    params.update(model=model, q=query_vec, k=k)
     wide = not exact and k > _DEFAULT_EF_SEARCH
     with conn.cursor(row_factory=dict_row) as cur:
         if wide:
@@ -226,7 +222,7 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, column: Column
     return (
         sql.SQL(
             "SELECT e.msg_id, e.thread_id, e.namespace, e.agent, e.role, e.user_id, e.run_id, e.ts,"
-            " left(e.text, %(excerpt)s) AS excerpt, 1 - {distance} AS similarity"
+            " e.text, 1 - {distance} AS similarity"
             " FROM loom.conversation_embeddings e"
             " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
         )

@@ -222,6 +222,25 @@ def test_a_high_turn_is_neither_a_hit_nor_a_neighbour(t, pool, embedder):
     assert "H" not in ids(hits(t, high, "hybrid"))
 
 
+def test_a_turn_an_earlier_guard_let_in_is_no_hit_in_any_mode(t, pool, org):
+    """GIVEN two indexed turns sharing a unique word, one of whose indexed text now reads as
+    high (as if an earlier build's weaker guard had embedded and indexed it)
+    WHEN semantic, lexical and hybrid search ask for the word
+    THEN only the plain turn comes back: every leg's hits are checked with today's guard."""
+    w = word()
+    t.append("th-old", f"the {w} invoice went out on Monday", msg_id="plain")
+    t.append("th-old", f"the {w} invoice is paid", msg_id="old")
+    secret = f"the {w} invoice is paid, password: Tr0ub4dor&3xyz"
+    assert reads_as_high(secret)
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET text = %s WHERE org = %s AND msg_id = 'old'",
+            (secret, org),
+        )
+    for mode in ("semantic", *MODES):
+        assert ids(hits(t, w, mode)) == ["plain"], mode
+
+
 # ---- tombstones ----------------------------------------------------------------------------
 
 

@@ -188,7 +188,6 @@ def _search(conn, c: Corpus, filt: dict, k: int, *, exact: bool) -> list[str]:
         dim=DIM,
         query_vec=c.query_vec,
         k=k,
-        excerpt_chars=20,
         exact=exact,
     )
     sims = [r["similarity"] for r in rows]

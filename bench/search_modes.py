@@ -7,7 +7,8 @@ import time
 
 from bench import locomo
 from bench.harness import BenchDb, Figure, p95, say, without_vector_index
-from chalicelib.auth import local_caller
+from chalicelib.auth import Caller, local_caller
+from chalicelib.deps import Deps
 from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import EMBED_CHARS, FakeEmbedder
 from chalicelib.registry import call
@@ -15,6 +16,7 @@ from chalicelib.store.conversation_search import ensure_vector_index
 
 SIZES = {"quick": 10_000, "full": 100_000}
 QUERIES = {"quick": 60, "full": 200}
+FRESH_APPENDS = {"quick": 300, "full": 1000}  # turns appended while lexical search is timed
 THREAD_TURNS = 50
 MODES = ("semantic", "lexical", "hybrid")
 TS = "2026-01-01T00:00:00Z"
@@ -105,6 +107,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             call("conversation.search", body, caller, deps)
             latency[mode].append(time.perf_counter() - start)
     semantic = p95(latency["semantic"]) * 1e3
+    before, after = _lexical_under_appends(deps, caller, questions, FRESH_APPENDS[size])
     return [
         Figure(
             f"hybrid search p95 @{n:,}",
@@ -122,4 +125,39 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             semantic,
             "",
         ),
+        Figure(
+            f"lexical p95 after {FRESH_APPENDS[size]:,} appends",
+            after * 1e3,
+            "ms",
+            "lexical p95 before them",
+            before * 1e3,
+            "<= 1.25x",
+        ),
     ]
+
+
+def _lexical_under_appends(
+    deps: Deps, caller: Caller, questions: list[str], appends: int
+) -> tuple[float, float]:
+    """The p95 of a lexical query before and after `appends` turns arrive through
+    conversation.append (their index entries still unmerged), term statistics warm in both."""
+
+    def lexical_p95() -> float:
+        latency = []
+        for q in questions:
+            body = {"namespace": "big", "agent": "*", "query": q, "top_k": 10,
+                    "namespace_scope": "this", "search_mode": "lexical"}  # fmt: skip
+            start = time.perf_counter()
+            call("conversation.search", body, caller, deps)
+            latency.append(time.perf_counter() - start)
+        return p95(latency)
+
+    before = lexical_p95()
+    say(f"search modes: {appends:,} appends, then lexical search again ...")
+    call("conversation.set_logging", {"namespace": "big", "enabled": True}, caller, deps)
+    texts = [locomo.turn_text(t) for conv in locomo.load() for t in conv.turns]
+    for i in range(appends):
+        body = {"namespace": "big", "agent": "a", "thread_id": f"fresh-{i // THREAD_TURNS}",
+                "role": "user", "msg_id": f"f{i}", "content": texts[i % len(texts)]}  # fmt: skip
+        call("conversation.append", body, caller, deps)
+    return before, lexical_p95()

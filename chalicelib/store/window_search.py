@@ -4,9 +4,15 @@ The corpus statistics are the caller's scope's own (never another tenant's). A s
 SAMPLE_ROWS windows is read whole, so its statistics are exact. In a larger one (counted once
 a minute), a term's document frequency is counted exactly through the GIN index while it is
 rare (under 0.5% of the scope, between RARE_DF_MIN and RARE_DF) and estimated from a sample of
-LARGE_SAMPLE_ROWS above that; documents are gathered through the rare terms (the ones that
-decide a BM25 ranking), and the common terms add their weight to those documents only. A
+about LARGE_SAMPLE_ROWS above that; documents are gathered through the rare terms (the ones
+that decide a BM25 ranking), and the common terms add their weight to those documents only. A
 query of common terms alone gathers the documents holding all of them.
+
+The sample is drawn from random pages of the table (TABLESAMPLE SYSTEM) when the scope holds
+a fair share of it, so it spreads over every thread and month of the scope; rows read in
+table order would be one stretch of it, whose topics skew a common term's count many times
+over. A scope that is a small part of a large table would cost too many pages that way, and
+is sampled in table order.
 """
 
 from __future__ import annotations
@@ -36,10 +42,13 @@ RARE_SHARE = 0.005
 MAX_TERMS = 64
 CANDIDATES_MAX = 1500
 STATS_TTL_SECONDS = 60.0
+# A scope holding at least this share of the table's rows is sampled at random pages: the
+# pages read are then at most twice the share's inverse times a stretch's.
+SPREAD_MIN_SHARE = 0.25
 
-# A large scope's (n, avgdl, until), and each term's (df, rare, until) in it: counted once a
-# minute, in this process.
-_stats: dict[tuple[Any, ...], tuple[float, float, float]] = {}
+# A large scope's (n, avgdl, until, percent of pages a spread sample reads, 0 for none), and
+# each term's (df, rare, until) in it: counted once a minute, in this process.
+_stats: dict[tuple[Any, ...], tuple[float, ...]] = {}
 
 
 def _indexed() -> sql.Composable:
@@ -56,19 +65,22 @@ _LEXEMES = (
 
 
 @functools.cache
-def _sample_query(shape: tuple[str, ...]) -> str:
-    # How many of the sampled windows hold each term, and the sample's size and mean length.
+def _sample_query(shape: tuple[str, ...], spread: bool = False) -> str:
+    # How many of the sampled windows hold each term, and the sample's size and mean length:
+    # the first rows met, or (spread) the rows of a share of the table's pages picked at random.
+    pages = sql.SQL(" TABLESAMPLE SYSTEM (%(percent)s::float4)" if spread else "")
     return (
         sql.SQL(
             "WITH sample AS MATERIALIZED (SELECT e.window_tsv, e.window_len"
-            "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed} LIMIT %(cap)s)"
+            "  FROM loom.conversation_embeddings e{pages} WHERE {where} AND {indexed}"
+            "  LIMIT %(cap)s)"
             " SELECT q.term, (SELECT count(*) FROM sample s"
             "  WHERE s.window_tsv @@ quote_literal(q.term)::tsquery) AS hits,"
             " (SELECT count(*) FROM sample) AS n,"
             " (SELECT coalesce(avg(window_len), 0) FROM sample) AS avgdl"
             " FROM unnest(%(terms)s::text[]) AS q(term)"
         )
-        .format(where=scope_where("e", shape), indexed=_indexed())
+        .format(pages=pages, where=scope_where("e", shape), indexed=_indexed())
         .as_string()
     )
 
@@ -77,7 +89,10 @@ def _sample_query(shape: tuple[str, ...]) -> str:
 def _scope_query(shape: tuple[str, ...]) -> str:
     return (
         sql.SQL(
-            "SELECT count(*) AS n, coalesce(avg(e.window_len), 0) AS avgdl"
+            "SELECT count(*) AS n, coalesce(avg(e.window_len), 0) AS avgdl,"
+            # The table's rows as last counted by ANALYZE (-1 before the first: unknown).
+            " (SELECT c.reltuples FROM pg_class c"
+            "  WHERE c.oid = 'loom.conversation_embeddings'::regclass) AS table_rows"
             " FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
         )
         .format(where=scope_where("e", shape), indexed=_indexed())
@@ -169,13 +184,17 @@ def window_search(
         else:
             if large is None:
                 large = _scope_size(cur, f, shape, params)
-                _remember(f, model, _large_scope_df(cur, shape, params, hits, large[0], n))
-            n, avgdl = large
+                if not large[2]:  # no spread sample: the rows read so far are the sample
+                    _remember(f, model, _large_scope_df(cur, shape, params, hits, large[0], n))
+            n, avgdl, percent = large
             known = _known_terms(f, model, query_terms)
             unknown = [t for t in query_terms if t not in known]
             if unknown:
-                params.update(terms=unknown, cap=LARGE_SAMPLE_ROWS)
-                sample = cur.execute(_sample_query(shape), params).fetchall()
+                # A spread sample reads about LARGE_SAMPLE_ROWS of the scope; the cap only
+                # bounds an unlucky draw (stopping early would favour the table's first pages).
+                cap = 4 * LARGE_SAMPLE_ROWS if percent else LARGE_SAMPLE_ROWS
+                params.update(terms=unknown, cap=cap, percent=percent)
+                sample = cur.execute(_sample_query(shape, bool(percent)), params).fetchall()
                 hits = {r["term"]: float(r["hits"]) for r in sample}
                 counted = _large_scope_df(cur, shape, params, hits, n, float(sample[0]["n"]))
                 _remember(f, model, counted)
@@ -199,25 +218,31 @@ def window_search(
         return cur.execute(_score_query(shape), params).fetchall()
 
 
-def _known_size(f: TurnFilter, model: str) -> tuple[float, float] | None:
-    """A large scope's windows and mean length, while its count is under a minute old."""
+def _known_size(f: TurnFilter, model: str) -> tuple[float, float, float] | None:
+    """A large scope's windows, mean length and spread-sample percentage, while its count is
+    under a minute old."""
     cached = _stats.get((f, model))
     if cached is not None and cached[2] > time.monotonic():
-        return cached[0], cached[1]
+        return cached[0], cached[1], cached[3]
     return None
 
 
 def _scope_size(
     cur: Any, f: TurnFilter, shape: tuple[str, ...], params: dict
-) -> tuple[float, float]:
-    """Count a large scope's windows and their mean length (kept for a minute)."""
+) -> tuple[float, float, float]:
+    """Count a large scope's windows and their mean length, and choose the share of the
+    table's pages a spread sample reads (0: the scope is too small a part of the table); kept
+    for a minute."""
     key = (f, params["model"])
     row = cur.execute(_scope_query(shape), params).fetchone()
     n, avgdl = float(row["n"]), float(row["avgdl"])
+    table_rows = float(row["table_rows"])
+    spread = n > 0 and table_rows >= 0 and n >= SPREAD_MIN_SHARE * table_rows
+    percent = min(100.0, 100.0 * LARGE_SAMPLE_ROWS / n) if spread else 0.0
     if len(_stats) > 50_000:
         _stats.clear()
-    _stats[key] = (n, avgdl, time.monotonic() + STATS_TTL_SECONDS)
-    return n, avgdl
+    _stats[key] = (n, avgdl, time.monotonic() + STATS_TTL_SECONDS, percent)
+    return n, avgdl, percent
 
 
 def _rare_df(n: float) -> int:

@@ -650,6 +650,41 @@ def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpu
     assert large[0]["msg_id"] == exact[0]["msg_id"]
 
 
+def _estimated_df(stem: str) -> float:
+    """The document frequency the large-scope path estimated for a lexeme."""
+    (df,) = [v[0] for k, v in window_search._stats.items() if len(k) == 3 and k[2] == stem]
+    return df
+
+
+@pytest.mark.parametrize(("share", "expected"), [(1.1, "stretch"), (0.0, "spread")])
+def test_a_large_scopes_common_words_are_counted_on_a_sample_spread_over_it(
+    t, corpus, pool, monkeypatch, share, expected
+):
+    """GIVEN 200 indexed turns, "gantry" in the 100 of threads 0-9 (written first)
+    WHEN lexical search asks for "gantry" on the large-scope path (SAMPLE_ROWS 30, RARE_DF 8),
+    the scope sampled in table order (SPREAD_MIN_SHARE over 1), then at random pages of the
+    table (SPREAD_MIN_SHARE 0; LARGE_SAMPLE_ROWS 100, so about half the pages), the table
+    analysed
+    THEN the stretch read in table order holds "gantry" in every row and estimates it in all
+    200 windows, while the spread sample meets threads on both sides and estimates it in
+    fewer than 200 and more than 0 (100 in fact).
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 100)
+    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", share)
+    with pool.connection() as conn:  # the table's size known, as autovacuum keeps it
+        conn.execute("ANALYZE loom.conversation_embeddings")
+    window_search._stats.clear()
+    assert len(hits(t, HALF, "lexical")) == 100
+    df = _estimated_df("gantri")
+    window_search._stats.clear()
+    if expected == "stretch":
+        assert df == 200
+    else:
+        assert 0 < df < 200
+
+
 # ---- the semantic floor --------------------------------------------------------------------
 
 

@@ -239,7 +239,9 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
             conn, inp.org, inp.namespace, ctx.caller.principal, ctx.caller.read_user_id
         )
     floor = ctx.deps.embedder.default_floor
-    vec_rows = [r for r in vec_rows if r["score"] >= floor]
+    # Both legs checked with today's guard: a value an earlier build embedded or indexed
+    # before the guard read it as high is never a hit.
+    vec_rows = [r for r in vec_rows if r["score"] >= floor and not reads_as_high(r["value"])]
     lex_rows = [r for r in lex_rows if not reads_as_high(r["value"])]
     rows = {(r["user_id"], r["key"]): r for r in lex_rows + vec_rows}
     legs = [([(r["user_id"], r["key"]) for r in vec_rows], 1.0)]

@@ -136,3 +136,20 @@ def test_a_high_value_is_stored_unembedded_never_searched_and_got_with_an_audit_
     (audit,) = audit_rows(pool, m.org, "memory.sensitive_read")
     assert (audit["namespace"], audit["principal"]) == (NS, f"token:viewer-{m.org}")
     assert audit["body_sha256"] == canonical_sha(secret)
+
+
+def test_a_value_an_earlier_guard_let_in_is_no_hit_in_any_mode(m, pool):
+    """GIVEN two embedded memories about the user's locker, one of whose stored value now
+    reads as high (as if an earlier build's weaker guard had embedded it)
+    WHEN memory.search asks about the locker in every mode
+    THEN only the plain memory comes back: both legs' hits are checked with today's guard."""
+    m.set("user/locker", "The user keeps a gym locker at the harbour pool.")
+    m.set("user/locker_code", "The user's gym locker at the harbour pool is the blue one.")
+    secret = "The user's gym locker at the harbour pool: password=hunter22xyz"
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memories SET value = %s WHERE org = %s AND key = 'user/locker_code'",
+            (secret, m.org),
+        )
+    for mode in ("hybrid", "semantic", "lexical"):
+        assert m.hit_keys("gym locker harbour pool", search_mode=mode) == ["user/locker"], mode

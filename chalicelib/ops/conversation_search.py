@@ -93,13 +93,13 @@ def _semantic(
     with read_connection(ctx.deps.pool) as conn:
         rows = _vector_rows(ctx, conn, filt, query_vec, top_k, "embedding")
     return [
-        _shown(r, r["text"][:excerpt_chars], r["similarity"], r["similarity"])
+        _as_hit(r, r["text"][:excerpt_chars], r["similarity"], r["similarity"])
         for r in rows
         if r["similarity"] >= floor and not reads_as_high(r["text"])
     ]
 
 
-def _shown(row: dict[str, Any], excerpt: str, similarity: float | None, score: float) -> dict:
+def _as_hit(row: dict[str, Any], excerpt: str, similarity: float | None, score: float) -> dict:
     """A hit as returned: its row without the text it was found by, with its excerpt."""
     hit = {f: v for f, v in row.items() if f not in ("text", "terms", "score", "similarity")}
     return {**hit, "excerpt": excerpt, "similarity": similarity, "score": score}
@@ -171,11 +171,11 @@ def _fuse(
         if k in found:
             r = found[k]
             excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
-            return _shown(r, excerpt, similarity.get(k), score)
+            return _as_hit(r, excerpt, similarity.get(k), score)
         r = rows[k]
         if reads_as_high(r["text"]):  # indexed before today's guard read it as high
             return None
-        return _shown(r, r["text"][:excerpt_chars], similarity.get(k), score)
+        return _as_hit(r, r["text"][:excerpt_chars], similarity.get(k), score)
 
     ranked: list[tuple[Any, float]]  # (HitKey, score), best first
     if not vector_legs:  # lexical mode, or hybrid without the embedder: BM25 as it ranks

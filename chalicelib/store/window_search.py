@@ -9,10 +9,10 @@ that decide a BM25 ranking), and the common terms add their weight to those docu
 query of common terms alone gathers the documents holding all of them.
 
 The sample is drawn from random pages of the table (TABLESAMPLE SYSTEM) when the scope holds
-a fair share of it, so it spreads over every thread and month of the scope; rows read in
-table order would be one stretch of it, whose topics skew a common term's count many times
-over. A scope that is a small part of a large table would cost too many pages that way, and
-is sampled in table order.
+at least SPREAD_MIN_SHARE of it, so it spreads over every thread and month of the scope; rows
+read in table order would be one stretch of it, whose topics skew a common term's count many
+times over. A scope that is a small part of a large table would cost too many pages that way,
+and is sampled in table order.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ RARE_SHARE = 0.005
 MAX_TERMS = 64
 CANDIDATES_MAX = 1500
 STATS_TTL_SECONDS = 60.0
-# A scope holding at least this share of the table's rows is sampled at random pages: the
-# pages read are then at most twice the share's inverse times a stretch's.
+# A scope holding at least this share of the table's rows is sampled at random pages: that
+# reads at most 1 / SPREAD_MIN_SHARE times the pages a stretch of as many rows would.
 SPREAD_MIN_SHARE = 0.25
 
 # A large scope's (n, avgdl, until, percent of pages a spread sample reads, 0 for none), and

@@ -95,17 +95,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     # a third of the questions (the first to meet a word counts it in the scope).
     for i, q in enumerate(questions):
         for mode in MODES[i % 3 :] + MODES[: i % 3]:
-            body = {
-                "namespace": "big",
-                "agent": "*",
-                "query": q,
-                "top_k": 10,
-                "namespace_scope": "this",
-                "search_mode": mode,
-            }
-            start = time.perf_counter()
-            call("conversation.search", body, caller, deps)
-            latency[mode].append(time.perf_counter() - start)
+            latency[mode].append(_search_time(deps, caller, q, mode))
     semantic = p95(latency["semantic"]) * 1e3
     before, after = _lexical_under_appends(deps, caller, questions, FRESH_APPENDS[size])
     return [
@@ -143,14 +133,7 @@ def _lexical_under_appends(
     conversation.append (their index entries still unmerged), term statistics warm in both."""
 
     def lexical_p95() -> float:
-        latency = []
-        for q in questions:
-            body = {"namespace": "big", "agent": "*", "query": q, "top_k": 10,
-                    "namespace_scope": "this", "search_mode": "lexical"}  # fmt: skip
-            start = time.perf_counter()
-            call("conversation.search", body, caller, deps)
-            latency.append(time.perf_counter() - start)
-        return p95(latency)
+        return p95([_search_time(deps, caller, q, "lexical") for q in questions])
 
     before = lexical_p95()
     say(f"search modes: {appends:,} appends, then lexical search again ...")
@@ -161,3 +144,12 @@ def _lexical_under_appends(
                 "role": "user", "msg_id": f"f{i}", "content": texts[i % len(texts)]}  # fmt: skip
         call("conversation.append", body, caller, deps)
     return before, lexical_p95()
+
+
+def _search_time(deps: Deps, caller: Caller, query: str, mode: str) -> float:
+    """Seconds one conversation.search of the loaded namespace takes in a mode."""
+    body = {"namespace": "big", "agent": "*", "query": query, "top_k": 10,
+            "namespace_scope": "this", "search_mode": mode}  # fmt: skip
+    start = time.perf_counter()
+    call("conversation.search", body, caller, deps)
+    return time.perf_counter() - start

@@ -239,14 +239,13 @@ def _scope_size(
     table_rows = float(row["table_rows"])
     spread = n > 0 and table_rows >= 0 and n >= SPREAD_MIN_SHARE * table_rows
     percent = min(100.0, 100.0 * LARGE_SAMPLE_ROWS / n) if spread else 0.0
-    if len(_stats) > 50_000:
-        _stats.clear()
-    _stats[key] = (n, avgdl, time.monotonic() + STATS_TTL_SECONDS, percent)
+    _keep({key: (n, avgdl, time.monotonic() + STATS_TTL_SECONDS, percent)})
     return n, avgdl, percent
 
 
 def _rare_df(n: float) -> int:
-    """Below this many windows a term is rare in a scope of n: 1% of it, within bounds."""
+    """Below this many windows a term is rare in a scope of n: RARE_SHARE of it, within
+    RARE_DF_MIN and RARE_DF."""
     return min(RARE_DF, max(RARE_DF_MIN, int(n * RARE_SHARE)))
 
 
@@ -296,8 +295,12 @@ def _known_terms(f: TurnFilter, model: str, terms: list[str]) -> dict[str, tuple
 
 
 def _remember(f: TurnFilter, model: str, counted: dict[str, tuple[float, bool]]) -> None:
+    until = time.monotonic() + STATS_TTL_SECONDS
+    _keep({(f, model, t): (df, float(rare), until) for t, (df, rare) in counted.items()})
+
+
+def _keep(entries: dict[tuple[Any, ...], tuple[float, ...]]) -> None:
+    """Store counts in the process's statistics, emptied whole when they grow past a bound."""
     if len(_stats) > 50_000:
         _stats.clear()
-    until = time.monotonic() + STATS_TTL_SECONDS
-    for t, (df, rare) in counted.items():
-        _stats[(f, model, t)] = (df, float(rare), until)
+    _stats.update(entries)

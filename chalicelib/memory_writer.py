@@ -13,7 +13,7 @@ import numpy as np
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
 
@@ -91,7 +91,12 @@ def write_entries(
     refused = {id(e) for e in entries if _blacklisted(e.value, patterns)}
     clock.lap("bulk.checks")
     vectors = _embed(
-        deps, [e for e in entries if id(e) not in refused and not reads_as_high(e.value)]
+        deps,
+        [
+            e
+            for e in entries
+            if id(e) not in refused and not embedded_reads_as_high(e.value, EMBED_CHARS)
+        ],
     )
     clock.lap("bulk.embed")
     out: list[Written] = []

@@ -223,6 +223,13 @@ def reads_as_high(text: str) -> bool:
     return next(_shapes(text), None) is not None
 
 
+def embedded_reads_as_high(text: str, embed_chars: int) -> bool:
+    """True when text, or the first `embed_chars` of it (what an embedder is sent and an index
+    keeps), holds a high shape: a cut can make one out of a longer run (five groups of four
+    digits, cut after the fourth, read as a card number)."""
+    return reads_as_high(text) or (len(text) > embed_chars and reads_as_high(text[:embed_chars]))
+
+
 def excerpt_reads_as_high(text: str, shown_chars: int, lookahead: int = 1024) -> bool:
     """True when the shown excerpt, or the lookahead characters past it, holds a high shape."""
     return reads_as_high(text[: max(0, shown_chars) + max(0, lookahead)])

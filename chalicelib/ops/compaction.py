@@ -15,7 +15,7 @@ from chalicelib.policies import policy_block
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.providers.llm import LLMError
 from chalicelib.registry import OpContext, op
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store import conversations as store
 from chalicelib.store.conversation_search import ensure_vector_index
 
@@ -151,7 +151,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     summary = result.text.strip()
     if not summary:
         return refuse("summarizer-empty", result.tokens_in, result.tokens_out)
-    if reads_as_high(summary):
+    if embedded_reads_as_high(summary, EMBED_CHARS):
         return refuse("summary-high-sensitivity", result.tokens_in, result.tokens_out)
     try:
         vector = deps.embedder.embed_documents([summary[:EMBED_CHARS]])[0]

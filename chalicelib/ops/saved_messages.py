@@ -16,7 +16,11 @@ from chalicelib.ops.legs import beside
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op
-from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
+from chalicelib.sensitivity import (
+    embedded_reads_as_high,
+    excerpt_reads_as_high,
+    reads_as_high,
+)
 from chalicelib.store import saved_messages as store
 from chalicelib.store.conversations import NewTurn, take_thread_lease
 from chalicelib.store.namespaces import conversation_logging_enabled
@@ -94,7 +98,7 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
         if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
             return answer(True, "duplicate", copy["ts"])
     content = copy["content"] if copy else inp.content
-    if reads_as_high(content):
+    if embedded_reads_as_high(content, EMBED_CHARS):
         return answer(False, "high_sensitivity")
     text = content[:EMBED_CHARS]
     vector, error = None, None
@@ -152,7 +156,7 @@ def _refusal(copy: dict[str, Any], user: str) -> SaveReason:
         return "unsupported_role"
     if copy["user_id"] not in ("-", user):
         return "owner_mismatch"
-    if reads_as_high(copy["content"]):
+    if embedded_reads_as_high(copy["content"], EMBED_CHARS):
         return "high_sensitivity"
     return ""
 

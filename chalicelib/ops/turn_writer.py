@@ -11,7 +11,7 @@ from typing import Literal
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
     InsertedTurns,
@@ -35,8 +35,11 @@ class Recorded:
 
 
 def embeddable(turn: NewTurn) -> bool:
-    """User and assistant turns are embedded, unless their text reads as high."""
-    return turn.role in ("user", "assistant") and not reads_as_high(turn.content)
+    """User and assistant turns are embedded, unless their text (or the part embedded) reads
+    as high."""
+    return turn.role in ("user", "assistant") and not embedded_reads_as_high(
+        turn.content, EMBED_CHARS
+    )
 
 
 def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
@@ -103,7 +106,11 @@ def _embed(
     texts = [t.content[:EMBED_CHARS] for t in turns]
     befores: list[tuple[str, str] | None] = []
     for t, text in zip(turns, texts, strict=True):
-        befores.append(before)
+        # A turn before that reads as high in this context (indexed before today's guard read
+        # it so, or a shape the two texts make together) is never sent: the turn's own vector
+        # stands for its context.
+        plain = before is not None and not reads_as_high(context_text(before[1], text))
+        befores.append(before if plain else None)
         before = (t.msg_id, text)
     contexts = [context_text(b[1], text) for b, text in zip(befores, texts, strict=True) if b]
     try:

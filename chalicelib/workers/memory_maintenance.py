@@ -7,7 +7,7 @@ from typing import Any
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import memories as store
 
 BATCH = 200
@@ -53,7 +53,7 @@ def embed_missing(deps: Deps) -> dict[str, int]:
     for _ in range(BATCHES_PER_PASS):
         with deps.pool.connection() as conn:
             rows = store.rows_without(conn, "vector", BATCH)
-        plain = [r for r in rows if not reads_as_high(r["value"])]
+        plain = [r for r in rows if not embedded_reads_as_high(r["value"], EMBED_CHARS)]
         if not plain:
             break
         try:

@@ -18,7 +18,13 @@ from chalicelib.providers.llm import ScriptedLLM
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import window_search
 from chalicelib.store.conversations import NewTurn
-from tests.integration.test_conversation_support import NS, Tenant, live_setting, snapshot
+from tests.integration.test_conversation_support import (
+    NS,
+    Tenant,
+    live_setting,
+    snapshot,
+    turn_rows,
+)
 
 MODES = ("lexical", "hybrid")
 RRF_K = 60  # the reciprocal-rank constant of the fusion
@@ -239,6 +245,51 @@ def test_a_turn_an_earlier_guard_let_in_is_no_hit_in_any_mode(t, pool, org):
         )
     for mode in ("semantic", *MODES):
         assert ids(hits(t, w, mode)) == ["plain"], mode
+
+
+def test_a_turn_whose_embedded_cut_reads_as_high_is_neither_embedded_nor_a_neighbour(
+    t, pool, embedder
+):
+    """GIVEN a turn whose whole text holds five groups of four digits (no card number) placed so
+    that its first 2,048 characters, the part embedded and indexed, end with four of them
+    WHEN it is appended between two plain turns
+    THEN the turn is stored as written but no text holding the four groups reached the
+    embedder (neither as the turn nor in a context), no window holds the digits, and no mode
+    finds a turn by them (hybrid, which has no floor, ranks by its vector legs alone)."""
+    digits = "4111 1111 1111 1111"
+    pad = ("we talked about the weather and the garden. " * 47)[:2028] + " "
+    long_turn = pad + digits + " 1111 and the rest of the note"
+    assert not reads_as_high(long_turn) and reads_as_high(long_turn[:2048])
+    t.append("th-cut", "the first plain turn", msg_id="A0")
+    t.append("th-cut", long_turn, msg_id="C")
+    t.append("th-cut", "the last plain turn", msg_id="A1")
+    assert [r["content"] for r in turn_rows(pool, t.org, "th-cut")][1] == long_turn
+    assert not any(digits in s for s in embedder.seen)
+    assert windows_holding(pool, "4111") == []
+    assert hits(t, digits, "semantic") == [] and hits(t, digits, "lexical") == []
+    hybrid = hits(t, digits, "hybrid")
+    assert "C" not in ids(hybrid) and hybrid == hits(t, digits, "hybrid", lexical_weight=0)
+
+
+def test_a_turn_before_that_reads_as_high_is_never_sent_in_a_context(t, pool, org, embedder):
+    """GIVEN an indexed turn whose text now reads as high (as if an earlier build's guard had
+    let it in)
+    WHEN a plain turn is appended after it
+    THEN no text the embedder was sent holds the secret: the new turn's context vector is its
+    own vector, read after no turn."""
+    t.append("th-ctx", "we set up the vpn today", msg_id="P0")
+    t.append("th-ctx", "the vpn login works", msg_id="old")
+    secret = "the vpn login, password: Tr0ub4dor&3xyz"
+    assert reads_as_high(secret)
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET text = %s WHERE org = %s AND msg_id = 'old'",
+            (secret, org),
+        )
+    embedder.seen.clear()
+    t.append("th-ctx", "thanks, connected fine", msg_id="N0")
+    assert embedder.seen and not any("Tr0ub4dor" in s for s in embedder.seen)
+    assert context_state(pool, org, "th-ctx")["N0"] == (None, True)
 
 
 # ---- tombstones ----------------------------------------------------------------------------

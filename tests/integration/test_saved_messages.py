@@ -164,6 +164,21 @@ def test_a_message_that_reads_as_high_is_refused_and_a_new_one_not_stored(t, poo
     assert not any("hunter22" in s for s in embedder.seen)
 
 
+def test_a_message_whose_embedded_cut_reads_as_high_is_refused(t, pool, org, embedder):
+    """GIVEN a new message whose whole text holds five groups of four digits (no card number)
+    and whose first 2,048 characters, the part embedded, end with four of them
+    WHEN a user saves it
+    THEN it answers indexed false, reason high_sensitivity, it is not stored and the digits
+    never reach the embedder."""
+    digits = "4111 1111 1111 1111"
+    pad = ("notes from the planning meeting about the launch. " * 41)[:2028] + " "
+    text = pad + digits + " 1111 and the rest"
+    out = save(t, "c1", "m-cut", text, namespace=OFF_NS)
+    assert (out["indexed"], out["reason"]) == (False, "high_sensitivity")
+    assert transcript(pool, org, "m-cut") == [] and vectors(pool, org, "m-cut") == []
+    assert not any(digits in s for s in embedder.seen)
+
+
 def test_the_checks_also_apply_to_a_message_already_saved(t, pool, org):
     """GIVEN messages u1 has already saved
     WHEN u2 saves one, u1 saves one whose stored text now reads as high or whose stored role

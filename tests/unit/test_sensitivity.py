@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from chalicelib import sensitivity
-from chalicelib.sensitivity import KINDS, excerpt_reads_as_high, high_shapes, reads_as_high
+from chalicelib.sensitivity import (
+    KINDS,
+    embedded_reads_as_high,
+    excerpt_reads_as_high,
+    high_shapes,
+    reads_as_high,
+)
 
 # Fake credentials, assembled from obviously fake parts.
 AWS_KEY = "AKIA" + "EXAMPLE" + "FAKEKEY01"
@@ -420,6 +426,17 @@ def test_excerpt_lookahead_can_be_narrowed():
     text = text_with_key_at(SHOWN + 100)
     assert excerpt_reads_as_high(text, SHOWN, lookahead=50) is False
     assert excerpt_reads_as_high(text, SHOWN, lookahead=200) is True
+
+
+def test_a_cut_that_makes_a_shape_reads_as_high_where_it_is_embedded():
+    """GIVEN five groups of four digits (no card) placed so that a 40-character cut keeps four
+    WHEN the text is checked whole and as embedded from its first 40 characters
+    THEN it does not read as high whole; it does as embedded, and so does a text high whole."""
+    text = "the reference is now " + "4111 1111 1111 1111 1111" + " as agreed"
+    assert reads_as_high(text) is False and reads_as_high(text[:40]) is True
+    assert embedded_reads_as_high(text, 40) is True
+    assert embedded_reads_as_high(text, 2048) is False
+    assert embedded_reads_as_high("card 4111 1111 1111 1111 " + "x" * 50, 10) is True
 
 
 def _ungated(text: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import time
 import typing
 from collections.abc import Callable
@@ -172,25 +173,40 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _holds_nul(body: Any) -> bool:
-    """PostgreSQL text cannot hold U+0000: find it anywhere in the body (keys included)."""
+def _unstorable(body: Any) -> str | None:
+    """Why some value in the body (keys included) cannot be stored, or None: PostgreSQL text
+    holds no U+0000 and only valid UTF-8 (no lone surrogate), and JSON no NaN or infinity."""
     stack = [body]
     while stack:
         value = stack.pop()
         if isinstance(value, str):
             if "\x00" in value:
-                return True
+                return "text may not contain the NUL character (\\u0000)"
+            if not value.isascii() and _lone_surrogate(value):
+                return "text may not contain a lone UTF-16 surrogate (\\ud800-\\udfff)"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return "numbers must be finite (no NaN or Infinity)"
         elif isinstance(value, dict):
             stack.extend(value.keys())
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
+    return None
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
     return False
 
 
 def _validate(spec: OpSpec, body: dict[str, Any]) -> tuple[BaseModel, list[str]]:
-    if _holds_nul(body):
-        raise ValidationFailedError("text may not contain the NUL character (\\u0000)")
+    why = _unstorable(body)
+    if why is not None:
+        raise ValidationFailedError(why)
     known = spec.input_model.model_fields
     ignored = sorted(k for k in body if k not in known)
     clean = {k: v for k, v in body.items() if k in known}

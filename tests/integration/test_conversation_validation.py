@@ -161,6 +161,35 @@ def test_nul_characters_are_refused_not_500(t, pool, org, embedder):
     assert snapshot(pool, org) == before
 
 
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        '"metadata": {"k": NaN}',
+        '"metadata": {"k": [Infinity]}',
+        '"metadata": {"k": -Infinity}',
+        '"metadata": {"k": 1e400}',
+        '"metadata": {"k": "\\ud800"}',
+        '"metadata": {"\\udfff": 1}',
+        '"content": "half a pair \\ud83d"',
+    ],
+)
+@pytest.mark.parametrize("op", ["conversation.append", "conversation.create", "conversation.update"])
+def test_non_finite_numbers_and_lone_surrogates_are_refused_not_500(t, pool, org, op, fragment):
+    """GIVEN a namespace with a thread
+    WHEN append, create or update gets a body whose JSON holds NaN, an infinity (written or
+    overflowing) or a lone UTF-16 surrogate, in metadata (a value or a key) or in text
+    THEN each answers 422 validation_error naming what is wrong, and nothing stored changes.
+    """
+    t.append("th-1", "a turn already there")
+    before = snapshot(pool, org)
+    raw = json.dumps(_body(op, {}))[:-1] + ", " + fragment + "}"
+    status, body = t.api.raw(op, raw, token=t.tokens["org_admin"])[:2]
+    assert status == 422, (status, body)
+    assert body["error"]["code"] == "validation_error"
+    assert any(w in body["error"]["message"] for w in ("finite", "surrogate")), body
+    assert snapshot(pool, org) == before
+
+
 def test_deeply_nested_json_is_refused_not_500(t, pool, org):
     """GIVEN a namespace that records
     WHEN append gets metadata nested 2,000 arrays deep

@@ -81,7 +81,9 @@ class Settings(BaseSettings):
     embed_model: str = ""
     embed_base_url: str | None = None
     embed_api_key: str | None = None
-    embed_dim: int = Field(default=0, ge=0, le=16000)
+    # pgvector's HNSW index holds vectors of up to 2,000 dimensions (OpenAI's v3 models
+    # shorten theirs when asked: LOOM_EMBED_DIM=1536 for text-embedding-3-large).
+    embed_dim: int = Field(default=0, ge=0, le=2000)
 
     # Conversations.
     conversation_search_min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)
@@ -93,8 +95,9 @@ class Settings(BaseSettings):
     conversation_titler_window_hours: int = Field(default=168, ge=1)
     conversation_titler_min_turns: int = Field(default=4, ge=1)
     conversation_titler_max_threads_per_pass: int = Field(default=10, ge=1)
-    retention_conversations_days: int = Field(default=0, ge=0)
-    tiering_conversations_warm_days: int = Field(default=0, ge=0)
+    # Up to a hundred years: a date further back is outside what a timestamp can hold.
+    retention_conversations_days: int = Field(default=0, ge=0, le=36500)
+    tiering_conversations_warm_days: int = Field(default=0, ge=0, le=36500)
     retention_interval_minutes: int = Field(default=60, ge=1)
     memory_search_fanout_max_namespaces: int = Field(default=16, ge=1, le=1000)
 

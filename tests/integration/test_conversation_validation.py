@@ -173,7 +173,7 @@ def test_nul_characters_are_refused_not_500(t, pool, org, embedder):
         '"content": "half a pair \\ud83d"',
     ],
 )
-@pytest.mark.parametrize("op", ["conversation.append", "conversation.create", "conversation.update"])
+@pytest.mark.parametrize("op", [f"conversation.{op}" for op in ("append", "create", "update")])
 def test_non_finite_numbers_and_lone_surrogates_are_refused_not_500(t, pool, org, op, fragment):
     """GIVEN a namespace with a thread
     WHEN append, create or update gets a body whose JSON holds NaN, an infinity (written or

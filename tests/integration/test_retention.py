@@ -50,6 +50,23 @@ def test_zero_days_keeps_every_turn_forever(api, deps, org):
     assert _live(deps, org, "conversations") == ["m0", "m1"]
 
 
+def test_a_stored_ttl_past_a_hundred_years_is_left_out_and_removes_nothing(api, deps, org):
+    """GIVEN a live TTL of 3,000,000 days stored in loom.settings (past what a timestamp holds)
+    WHEN the retention worker runs
+    THEN the value is left out (the boot value, 0, keeps every turn) and the pass ends cleanly."""
+    _seed(api, deps, org)
+    _set_days(deps, 3_000_000)
+    try:
+        deps._live = None  # read the stored value now
+        out = purge_expired_conversations(deps)
+    finally:
+        with deps.pool.connection() as conn:
+            conn.execute("DELETE FROM loom.settings WHERE name = 'retention_conversations_days'")
+        deps._live = None
+    assert (out["retention_days"], out["turns_removed"]) == (0, 0)
+    assert _live(deps, org, "conversations") == ["m0", "m1"]
+
+
 def test_expired_turns_are_removed_and_their_embeddings_stay(api, deps, org, client):
     """GIVEN a 30-day TTL and a 40-day-old turn WHEN the scheduled worker runs
     THEN the old turn is gone from disk, the fresh one stays, and both embedding rows stay."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from chalicelib import cli
 from chalicelib.auth import hash_token
@@ -67,3 +68,17 @@ def test_settings_defaults_match_the_spec():
     assert s.conversation_titler_max_threads_per_pass == 10
     assert s.retention_conversations_days == 0
     assert s.conversation_titler_enabled is True
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("embed_dim", 2001), ("retention_conversations_days", 36501)],
+)
+def test_settings_past_what_the_database_holds_are_refused_at_boot(name, value):
+    """GIVEN an embedding dimension over the 2,000 an HNSW index holds, or a TTL over a hundred
+    years (a date before it overflows a timestamp)
+    WHEN the settings are read at boot
+    THEN they are refused, naming the setting; the bound itself is accepted."""
+    with pytest.raises(ValidationError, match=name):
+        make_settings(**{name: value})
+    assert getattr(make_settings(**{name: value - 1}), name) == value - 1

@@ -340,15 +340,17 @@ def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> di
 # ---- reading turns -------------------------------------------------------------------------
 
 
-def _agent_clause(agent: str | None) -> sql.Composable:
-    """One agent's copies, or (agent None) every agent's with a turn two agents logged once."""
+def _agent_clause(agent: str | None, *, in_run: bool = False) -> sql.Composable:
+    """One agent's copies, or (agent None) every agent's with a turn two agents logged once;
+    `in_run`: among the copies in the run `%(run)s` only (the one another run holds is not
+    this run's)."""
     if agent is not None:
         return sql.SQL("c.agent = %(agent)s")  # a parameter: the name may hold a "%"
     return sql.SQL(
         "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = c.org"
         " AND o.namespace = c.namespace AND o.thread_id = c.thread_id AND o.msg_id = c.msg_id"
-        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (c.ts, c.agent))"
-    )
+        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (c.ts, c.agent){run})"
+    ).format(run=sql.SQL(" AND o.run_id = %(run)s" if in_run else ""))
 
 
 def count_live_turns(
@@ -381,7 +383,7 @@ def page_turns(
     conds = [
         sql.SQL("c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"),
         sql.SQL("c.tombstoned_at IS NULL"),
-        _agent_clause(agent),
+        _agent_clause(agent, in_run=run_id is not None),
     ]
     if run_id is not None:
         conds.append(sql.SQL("c.run_id = %(run)s"))

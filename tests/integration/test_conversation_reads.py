@@ -314,6 +314,24 @@ def test_list_filters_by_run(t):
     assert walk(t, "th-1", limit=2) == r1 + r2
 
 
+def test_a_turn_two_agents_logged_in_two_runs_is_listed_in_each_run(t):
+    """GIVEN one turn that agent a1 logged in run r-1 and then agent a2 logged in run r-2
+    WHEN every agent's turns are listed for run r-2, for r-1 and for no run
+    THEN each run lists the turn once, as its own copy holds it (the earlier copy, in the
+    other run, does not hide it); with no run filter it is listed once."""
+    one = t.append("th-1", "the same turn in two runs", agent="a1", run_id="r-1")
+    two = t.append("th-1", "the same turn in two runs", agent="a2", run_id="r-2")
+    assert one["msg_id"] == two["msg_id"]
+
+    def listed(**kw):
+        rows = t.ok("conversation.list", agent="", thread_id="th-1", **kw)["rows"]
+        return [(r["msg_id"], r["agent"], r["run_id"]) for r in rows]
+
+    assert listed(run_id="r-2") == [(two["msg_id"], "a2", "r-2")]
+    assert listed(run_id="r-1") == [(one["msg_id"], "a1", "r-1")]
+    assert listed() == [(one["msg_id"], "a1", "r-1")]
+
+
 @pytest.mark.parametrize(
     "cursor",
     [

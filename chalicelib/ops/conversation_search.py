@@ -32,7 +32,7 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
         return [namespace], []
     cap = ctx.live().memory_search_fanout_max_namespaces
     with read_connection(ctx.deps.pool) as conn:
-        mine = org_namespaces(conn, org, limit=cap + 1000)
+        mine = org_namespaces(conn, org)  # every one skipped is named
     others = [ns for ns in mine if ns != namespace]
     return [namespace, *others[: cap - 1]], others[cap - 1 :]
 

@@ -33,8 +33,8 @@ def conversation_logging_enabled(conn: Connection, org: str, namespace: str) -> 
     return bool(row and row[0])
 
 
-def org_namespaces(conn: Connection, org: str, limit: int) -> list[str]:
-    """An org's namespaces, most recently changed first."""
+def org_namespaces(conn: Connection, org: str, limit: int | None = None) -> list[str]:
+    """An org's namespaces, most recently changed first (all of them when `limit` is None)."""
     rows = conn.execute(
         "SELECT namespace FROM loom.namespaces WHERE org = %s"
         " ORDER BY updated_at DESC, namespace LIMIT %s",

@@ -212,6 +212,21 @@ def test_the_fan_out_cap_names_the_namespaces_it_skipped(t, pool):
     assert {owner[h["msg_id"]] for h in uncapped["hits"]} == set(namespaces)
 
 
+def test_every_namespace_past_the_cap_is_named_however_many(t, pool, org):
+    """GIVEN an org with NS and 1,200 other namespaces, and the fan-out cap set live to 1
+    WHEN an org-wide token searches from NS (all_mine)
+    THEN namespaces_skipped names all 1,200 others, each once."""
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.namespaces (org, namespace)"
+            " SELECT %s, 'ns-many-' || n FROM generate_series(1, 1200) AS n",
+            (org,),
+        )
+    with live_setting(pool, "memory_search_fanout_max_namespaces", "1"):
+        skipped = t.search(QUERY)["namespaces_skipped"]
+    assert sorted(skipped) == sorted(f"ns-many-{n}" for n in range(1, 1201))
+
+
 def test_an_org_wide_token_never_sees_another_orgs_namespaces(api, deps, t, pool):
     """GIVEN another org with matching turns in NS and in a namespace only it has
     WHEN this org's org-wide token searches (all_mine, also with the fan-out cap at 1)

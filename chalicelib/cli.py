@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from chalicelib.config import BOOT_ONLY, Settings, setting_name, with_overrides
 from chalicelib.deps import Deps, set_deps
-from chalicelib.errors import LoomError
+from chalicelib.errors import LoomError, ValidationFailedError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,17 +156,20 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         recording = conversation_logging_enabled(conn, org, args.namespace)
     if not recording:
         raise LoomError(_NOT_RECORDING.format(args.namespace))
-    counts = ingest_turns(
-        deps,
-        org=org,
-        namespace=args.namespace,
-        agent=args.agent,
-        thread_id=thread_id,
-        turns=turns,
-        user_id=args.user_id,
-        run_id=args.run_id,
-        progress=_progress_bar,
-    )
+    try:
+        counts = ingest_turns(
+            deps,
+            org=org,
+            namespace=args.namespace,
+            agent=args.agent,
+            thread_id=thread_id,
+            turns=turns,
+            user_id=args.user_id,
+            run_id=args.run_id,
+            progress=_progress_bar,
+        )
+    except ValidationFailedError as exc:
+        raise LoomError(f"{args.file}: {exc.message}. Nothing was appended.") from exc
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     print(f"thread {thread_id}: {summary}")
     return 0

@@ -203,6 +203,12 @@ def _lone_surrogate(text: str) -> bool:
     return False
 
 
+def validated(op: str, body: dict[str, Any]) -> BaseModel:
+    """An op's input as the op would read `body`, or the ValidationFailedError it would answer
+    (for a caller that writes what the op writes, without the op)."""
+    return _validate(registered()[op], body)[0]
+
+
 def _validate(spec: OpSpec, body: dict[str, Any]) -> tuple[BaseModel, list[str]]:
     why = _unstorable(body)
     if why is not None:

@@ -6,7 +6,9 @@ from collections import Counter
 from collections.abc import Callable
 
 from chalicelib.deps import Deps
+from chalicelib.errors import ValidationFailedError
 from chalicelib.ops.turn_writer import record_turns
+from chalicelib.registry import validated
 from chalicelib.store.conversations import NewTurn
 from chalicelib.transcript_file import turn_msg_id
 
@@ -25,8 +27,16 @@ def ingest_turns(
     run_id: str = "-",
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Counter[str]:
-    """Record every turn in batches (one embedding call a batch); counts answers by reason."""
-    counts: Counter[str] = Counter()
+    """Record every turn in batches (one embedding call a batch); counts answers by reason.
+    A turn conversation.append would refuse refuses the whole file before anything is written
+    (ValidationFailedError, naming the turn)."""
+    common = {"org": org, "namespace": namespace, "agent": agent, "thread_id": thread_id}
+    common |= {"user_id": user_id, "run_id": run_id}
+    for i, (role, content) in enumerate(turns, start=1):
+        try:
+            validated("conversation.append", {**common, "role": role, "content": content})
+        except ValidationFailedError as exc:
+            raise ValidationFailedError(f"turn {i}: {exc.message}") from exc
     new = [
         NewTurn(
             org=org,
@@ -41,6 +51,7 @@ def ingest_turns(
         )
         for i, (role, content) in enumerate(turns)
     ]
+    counts: Counter[str] = Counter()
     for start in range(0, len(new), BATCH):
         for answer in record_turns(deps, new[start : start + BATCH]):
             counts[answer.reason or "stored"] += 1

@@ -94,6 +94,32 @@ def test_thread_id_flag_and_repeated_turns_stay_distinct(cli_env, pool, org, tmp
     assert threads == [("t-1", 2)]
 
 
+@pytest.mark.parametrize(
+    ("turns", "flags", "said"),
+    [
+        ([{"role": "user", "content": "fine"}, {"role": "user", "content": "a\u0000b"}], [],
+         "turn 2: text may not contain the NUL character"),
+        ([{"role": "user", "content": "fine"}], ["--thread-id", "t" * 300], "thread_id"),
+        ([{"role": "user", "content": "half a pair \ud83d"}], [], "turn 1: text may not contain"),
+    ],
+)  # fmt: skip
+def test_a_turn_append_would_refuse_refuses_the_file_and_nothing_is_written(
+    cli_env, pool, org, tmp_path, capsys, turns, flags, said
+):
+    """GIVEN a recording namespace and a JSON transcript holding a turn conversation.append
+    would refuse (a NUL character, a thread id over 256 characters, a lone surrogate)
+    WHEN it is ingested
+    THEN the command exits 2 naming the file, the turn and the problem, and writes nothing."""
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(turns))
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    assert cli.main(["ingest-transcript", "--namespace", "ns", "--file", str(f), *flags]) == 2
+    err = capsys.readouterr().err
+    assert str(f) in err and said in err and "Nothing was appended" in err, err
+    assert _turn_count(pool, org, "ns") == (0, 0)
+
+
 def test_turns_are_embedded_in_batches(deps, embedder, pool, org):
     turns = [("user" if i % 2 else "assistant", f"turn number {i}") for i in range(BATCH + 10)]
     with pool.connection() as conn:

@@ -10,7 +10,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.store.conversations import NewTurn
-from chalicelib.store.turn_windows import rewrite_windows_from
+from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 LEXICAL_CHARS = 500_000  # a tsvector holds at most 1 MB; longer texts are indexed this far
 
@@ -102,6 +102,9 @@ def flag_embedding(
             " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
             " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
             " is_saved = true, saved_at = EXCLUDED.saved_at, tombstoned_at = NULL,"
+            # A row revived with this text has no context vector read after its turn before
+            # yet: its own vector stands for it (a kept one would be of an earlier text).
+            " context_embedding = EXCLUDED.embedding, context_of = NULL,"
             " created_at = now()",
             (
                 turn.org,
@@ -146,13 +149,16 @@ def unflag_saved(
 def withdraw_embedding(
     conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, *, tombstone: bool
 ) -> None:
-    """Clear the embedding row's flag; tombstone it when the turn itself goes."""
+    """Clear the embedding row's flag; tombstone it when the turn itself goes, and rewrite the
+    windows and context vectors that read it (the caller holds the thread's lease)."""
     conn.execute(
         "UPDATE loom.conversation_embeddings SET is_saved = false, saved_at = NULL,"
         " tombstoned_at = CASE WHEN %s THEN clock_timestamp() ELSE tombstoned_at END"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s",
         (tombstone, org, namespace, thread_id, msg_id),
     )
+    if tombstone:
+        rewrite_thread_windows(conn, org, namespace, thread_id)
 
 
 def remove_turn(

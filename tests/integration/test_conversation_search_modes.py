@@ -25,6 +25,7 @@ from tests.integration.test_conversation_support import (
     snapshot,
     turn_rows,
 )
+from tests.integration.test_saved_support import OFF_NS, save, unsave
 
 MODES = ("lexical", "hybrid")
 RRF_K = 60  # the reciprocal-rank constant of the fusion
@@ -390,6 +391,41 @@ def test_compacted_turns_leave_every_mode_and_every_window(t, deps, pool, org):
     assert ctx[summary] == (None, True)
     for i in range(11, 20):
         assert ctx[f"m{i}"] == (f"m{i - 1}", False), i
+
+
+def test_an_unsave_that_removes_a_turn_takes_its_words_out_of_every_window(t, pool, org):
+    """GIVEN two messages saved in a namespace that does not record, the second holding a
+    unique word (so the first's window, which reads the turn after it, holds it too)
+    WHEN the second is unsaved (its turn removed, its embedding row tombstoned)
+    THEN no live window holds the word, lexical search finds nothing by it and hybrid ranks
+    by its vector legs alone."""
+    w = word()
+    save(t, "c1", "m1", "we discussed the garden fence today", namespace=OFF_NS)
+    save(t, "c1", "m2", f"my private note mentions {w} here", namespace=OFF_NS)
+    assert [m for _, _, m in windows_holding(pool, w, org, live_only=True)] == ["m1", "m2"]
+    assert unsave(t, "c1", "m2", namespace=OFF_NS)["removed"] is True
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical", namespace=OFF_NS) == []
+    hybrid = hits(t, w, "hybrid", namespace=OFF_NS)
+    assert hybrid == hits(t, w, "hybrid", namespace=OFF_NS, lexical_weight=0)
+
+
+def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool, org, embedder):
+    """GIVEN turn m1 logged by agent A (holding a unique word) and, with other text, by agent B,
+    after a turn m0; A's copies are deleted, so the shared row (A's text) is tombstoned
+    WHEN B saves its copy of m1, reviving the row with B's text
+    THEN the row's context vector is its own vector, read after no turn: it keeps nothing of
+    A's deleted text, and the context leg no longer ranks m1 by A's word."""
+    w = word()
+    t.append("th-r", "alpha opening turn", msg_id="m0", agent="B")
+    t.append("th-r", f"agent a private words {w} {w} {w}", msg_id="m1", agent="A")
+    t.append("th-r", "b copy says something else", msg_id="m1", agent="B")
+    t.ok("conversation.delete", agent="A", thread_id="th-r", confirm_thread_id="th-r",
+         as_="admin")  # fmt: skip
+    assert "m1" not in context_state(pool, org, "th-r")  # tombstoned: the texts differ
+    save(t, "th-r", "m1", "b copy says something else", agent="B")
+    assert context_state(pool, org, "th-r")["m1"] == (None, True)
+    assert windows_holding(pool, w, org, live_only=True) == []
 
 
 # ---- appends -------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
             for t in turns
         ]
     to_embed = [t for t in to_embed if t.msg_id in ts]
-    removed = _embed(deps, to_embed, ts, inserted.before) if to_embed else set()
+    removed = _embed(deps, to_embed, ts, inserted) if to_embed else set()
     answers = []
     for t in turns:
         if t.msg_id in ts:
@@ -97,12 +97,13 @@ def _embed(
     deps: Deps,
     turns: list[NewTurn],
     ts: dict[str, datetime],
-    before: tuple[str, str] | None,
+    inserted: InsertedTurns,
 ) -> set[str]:
-    """Embed each turn, and each in its context (after `before`, the thread's last indexed
-    turn, then after each other), in one batch (fail-open), then store vectors under the
-    lease; returns msg_ids removed while the embedding ran, which get no late vector."""
+    """Embed each turn, and each in its context (after the thread's last indexed turn, then
+    after each other), in one batch (fail-open), then store vectors under the lease; returns
+    msg_ids removed while the embedding ran, which get no late vector."""
     embedder = deps.embedder
+    before = inserted.before
     texts = [t.content[:EMBED_CHARS] for t in turns]
     befores: list[tuple[str, str] | None] = []
     for t, text in zip(turns, texts, strict=True):
@@ -134,5 +135,5 @@ def _embed(
     if error is None and not vector_index_ready(len(vectors[0])):
         with deps.pool.connection() as conn:
             ensure_vector_index(conn, len(vectors[0]))
-    written = write_embeddings(deps.pool, embedder.name, items)
+    written = write_embeddings(deps.pool, embedder.name, items, inserted.unembedded)
     return {t.msg_id for t in turns} - written

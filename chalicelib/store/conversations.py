@@ -74,6 +74,9 @@ class InsertedTurns:
     ts: dict[str, datetime] | None  # each inserted turn's ts; None when recording is off
     # The msg_id and text of the thread's last turn search indexed before these, when asked.
     before: tuple[str, str] | None
+    # Where the first live row of these turns without a vector stands (ts, msg_id): another
+    # agent's copy whose embed failed, which these turns' vectors take over and move.
+    unembedded: tuple[datetime, str] | None = None
 
 
 def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) -> InsertedTurns:
@@ -87,12 +90,20 @@ def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) 
         with sent_whole(conn):
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
             inserted = _insert_turns(conn, turns)
-            before = None if model is None else _last_indexed(conn, first, model)
+            before = unembedded = None
+            if model is not None:
+                before = _last_indexed(conn, first, model)
+                unembedded = _first_unembedded(conn, first, model, [t.msg_id for t in turns])
         rows = inserted.fetchall()
         last = None if before is None else before.fetchone()
+        moved = None if unembedded is None else unembedded.fetchone()
         if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
             return InsertedTurns(None, None)
-    return InsertedTurns(dict(rows), None if last is None else (last[0], last[1]))
+    return InsertedTurns(
+        dict(rows),
+        None if last is None else (last[0], last[1]),
+        None if moved is None else (moved[0], moved[1]),
+    )
 
 
 def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
@@ -136,10 +147,16 @@ class TurnVector:
     context_of: str | None = None
 
 
-def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
+def write_embeddings(
+    pool: ConnectionPool,
+    model: str,
+    items: list[TurnVector],
+    moved_from: tuple[datetime, str] | None = None,
+) -> set[str]:
     """Store vectors (or embed errors) of one thread's turns still live, under the lease, in
     one transaction sent whole in one round trip; returns the msg_ids written. A live row
-    another agent's copy wrote is shared, not replaced.
+    another agent's copy wrote is shared, not replaced, unless it has no vector: then it
+    moves, and the windows from where it stood (`moved_from`) on are rewritten too.
     """
     first = items[0].turn
     turns = [i.turn for i in items]
@@ -148,7 +165,7 @@ def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) 
             # The vector is derived data: its commit need not wait for the WAL flush.
             conn.execute("SET LOCAL synchronous_commit = off")
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-            sent = send_vectors(conn, model, items)
+            sent = send_vectors(conn, model, items, moved_from)
         written = {r[0] for r in returned_rows(sent)}
         if len(written) < len(items):  # a live row shared with another copy answers nothing
             rest = [t.msg_id for t in turns if t.msg_id not in written]
@@ -200,9 +217,15 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
     return returned_rows(send_vectors(conn, model, items))
 
 
-def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Cursor:
+def send_vectors(
+    conn: Connection,
+    model: str,
+    items: list[TurnVector],
+    moved_from: tuple[datetime, str] | None = None,
+) -> Cursor:
     """Send one statement a turn (the vector binds as itself, not as text), then the rewrite of
-    the windows they touch; the cursor answers the msg_ids written (`returned_rows`)."""
+    the windows they touch (from `moved_from` when earlier: where a row they move stood); the
+    cursor answers the msg_ids written (`returned_rows`)."""
     params = [
         {
             "org": i.turn.org,
@@ -224,14 +247,9 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
     cur = conn.cursor()
     cur.executemany(_INSERT_VECTOR, params, returning=True)
     first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
+    start = min((first.ts, first.turn.msg_id), moved_from or (first.ts, first.turn.msg_id))
     rewrite_windows_from(
-        conn,
-        first.turn.org,
-        first.turn.namespace,
-        first.turn.thread_id,
-        model,
-        first.ts,
-        first.turn.msg_id,
+        conn, first.turn.org, first.turn.namespace, first.turn.thread_id, model, *start
     )
     return cur
 
@@ -243,6 +261,15 @@ def returned_rows(cur: Cursor) -> list[tuple[str]]:
         rows.extend(cur.fetchall())
         if not cur.nextset():
             return rows
+
+
+def _first_unembedded(conn: Connection, scope: NewTurn, model: str, msg_ids: list[str]) -> Cursor:
+    return conn.execute(
+        "SELECT ts, msg_id FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND model = %s AND msg_id = ANY(%s) AND tombstoned_at IS NULL"
+        " AND embedding IS NULL ORDER BY ts, msg_id LIMIT 1",
+        (scope.org, scope.namespace, scope.thread_id, model, msg_ids),
+    )
 
 
 def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:

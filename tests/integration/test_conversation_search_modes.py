@@ -410,6 +410,27 @@ def test_an_unsave_that_removes_a_turn_takes_its_words_out_of_every_window(t, po
     assert hybrid == hits(t, w, "hybrid", namespace=OFF_NS, lexical_weight=0)
 
 
+def test_a_row_another_agents_copy_takes_over_leaves_no_window_where_it_stood(
+    t, pool, org, embedder
+):
+    """GIVEN turn m1 logged by agent A with a unique word while the embedder fails (a row with
+    no vector, read by the windows after it), then four turns of agent B
+    WHEN B logs m1 with other text (its vector takes the row over and moves it to the end)
+    THEN no live window holds A's word: those around where the row stood are rewritten."""
+    w = word()
+    embedder.failing = True
+    try:
+        t.append("th-m", f"agent one says {w} about the plan", msg_id="m1", agent="A")
+    finally:
+        embedder.failing = False
+    for i in range(1, 5):
+        t.append("th-m", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+    assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} >= {"b1", "b2"}
+    t.append("th-m", "agent two logs a different text for m1", msg_id="m1", agent="B")
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical") == []
+
+
 def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool, org, embedder):
     """GIVEN turn m1 logged by agent A (holding a unique word) and, with other text, by agent B,
     after a turn m0; A's copies are deleted, so the shared row (A's text) is tombstoned

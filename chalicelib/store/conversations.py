@@ -515,12 +515,19 @@ def delete_thread(
 
 
 # A live copy holds an embedding row when it is a turn search indexes (user, assistant, or a
-# compaction summary) and its first 2,048 characters are the row's text.
+# compaction summary) and its first 2,048 characters are the row's text. A row of exactly 240
+# characters (an earlier build's cut, or a turn of that length) is held by a copy whose first
+# 2,048 characters are those of the row's own agent's message (live or not); with no such
+# message row left (the TTL removed it), by none.
 HOLDS_EMBEDDING = (
     "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
     " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
     " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
-    " AND left(h.content, 2048) = e.text"
+    " AND CASE WHEN length(e.text) = 240 THEN EXISTS (SELECT 1 FROM loom.conversations o"
+    "  WHERE o.org = e.org AND o.namespace = e.namespace AND o.thread_id = e.thread_id"
+    "  AND o.msg_id = e.msg_id AND o.agent = e.agent"
+    "  AND left(o.content, 2048) = left(h.content, 2048))"
+    " ELSE left(h.content, 2048) = e.text END"
 )
 
 

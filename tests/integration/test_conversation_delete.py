@@ -198,3 +198,52 @@ def test_the_shared_embedding_goes_once_the_last_copy_is_deleted(t, pool, org, t
     emb = {r["msg_id"]: r for r in embedding_rows(pool, org)}
     assert emb[shared]["tombstoned_at"] is not None
     assert t.hit_ids("ferry island noon") == []
+
+
+# ---- rows of 240 characters ----------------------------------------------------------------
+
+
+def _cut_to_240(pool, org, msg_id):
+    """Make the embedding row what an earlier build wrote: the turn's first 240 characters."""
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET text = left(text, 240)"
+            " WHERE org = %s AND msg_id = %s",
+            (org, msg_id),
+        )
+
+
+LONG = "the ferry timetable for the winter season, " * 25  # about 1,100 characters
+
+
+def test_a_240_character_row_passes_to_a_copy_whose_text_matches_its_agents_turn(t, pool, org):
+    """GIVEN a long turn agents A and B both logged, whose embedding row (A's) holds only the
+    first 240 characters (an earlier build's cut)
+    WHEN A deletes its copies
+    THEN the row stays live and passes to B: B's copy matches A's turn, if not the row's text."""
+    a = t.append("th-240", LONG, agent="A")
+    assert t.append("th-240", LONG, agent="B")["msg_id"] == a["msg_id"]
+    _cut_to_240(pool, org, a["msg_id"])
+    assert delete(t, thread_id="th-240", agent="A")[0] == 200
+    (row,) = embedding_rows(pool, org, "th-240")
+    assert (len(row["text"]), row["agent"], row["tombstoned_at"]) == (240, "B", None)
+
+
+def test_a_240_character_row_whose_agents_turn_expired_is_tombstoned(t, pool, org):
+    """GIVEN a turn of exactly 240 characters that agents A and B both logged, whose row is
+    A's, and A's message row removed by the retention TTL
+    WHEN C deletes its copies of the thread (a delete settles every row of the thread)
+    THEN the row is tombstoned: no message row is left to check B's copy against."""
+    text = ("x" * 239) + "."
+    a = t.append("th-240", text, agent="A")
+    t.append("th-240", text, agent="B")
+    t.append("th-240", "a turn of agent c", agent="C")
+    with pool.connection() as conn:
+        conn.execute(
+            "DELETE FROM loom.conversations WHERE org = %s AND agent = 'A' AND msg_id = %s",
+            (org, a["msg_id"]),
+        )
+    assert delete(t, thread_id="th-240", agent="C")[0] == 200
+    rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th-240")}
+    assert len(rows[a["msg_id"]]["text"]) == 240
+    assert rows[a["msg_id"]]["tombstoned_at"] is not None

@@ -128,6 +128,13 @@ def extraction_queue_resend(event: object) -> int:
     return resend_stranded(get_deps())
 
 
+@app.schedule(Rate(1, unit=Rate.HOURS), name="guard_sweep")
+def guard_sweep(event: object) -> dict[str, int]:
+    from chalicelib.workers.guard_sweep import sweep_indexed_text
+
+    return sweep_indexed_text(get_deps())
+
+
 @app.schedule(Rate(1, unit=Rate.MINUTES), name="erasure_worker")
 def erasure_worker(event: object) -> dict[str, int]:
     from chalicelib.workers.erasure import run_erasure_jobs

@@ -5,8 +5,11 @@ Pure and side-effect free: every pattern is compiled once at import.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 _A, _AI = re.ASCII, re.ASCII | re.IGNORECASE
 
@@ -228,6 +231,13 @@ def embedded_reads_as_high(text: str, embed_chars: int) -> bool:
     keeps), holds a high shape: a cut can make one out of a longer run (five groups of four
     digits, cut after the fourth, read as a card number)."""
     return reads_as_high(text) or (len(text) > embed_chars and reads_as_high(text[:embed_chars]))
+
+
+@functools.cache
+def guard_fingerprint() -> str:
+    """This guard's fingerprint: a hash of its source. A build whose guard reads differently
+    has another, and the guard sweep reads every indexed text again."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def excerpt_reads_as_high(text: str, shown_chars: int, lookahead: int = 1024) -> bool:

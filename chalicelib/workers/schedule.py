@@ -21,6 +21,7 @@ def scheduled_workers() -> list[ScheduledWorker]:
     """Every scheduled worker; Lambda gets one @app.schedule entrypoint per item."""
     from chalicelib.workers.erasure import run_erasure_jobs
     from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs
+    from chalicelib.workers.guard_sweep import sweep_indexed_text
     from chalicelib.workers.memory_maintenance import embed_missing, extract_entities
     from chalicelib.workers.observe_extract import distil_sessions
     from chalicelib.workers.retention import purge_expired_conversations
@@ -59,6 +60,7 @@ def scheduled_workers() -> list[ScheduledWorker]:
             purge_expired_conversations,
         ),
         ScheduledWorker("erasure_worker", lambda deps: 60.0, run_erasure_jobs),
+        ScheduledWorker("guard_sweep", lambda deps: 3600.0, sweep_indexed_text),
     ]
 
 

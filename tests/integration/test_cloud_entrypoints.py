@@ -22,6 +22,7 @@ SCHEDULED = (
     "observe_extract",
     "entity_extractor",
     "embedding_worker",
+    "guard_sweep",
 )
 
 

@@ -1,0 +1,70 @@
+"""The guard sweep's place, and the indexed texts it reads and withdraws."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import Connection
+from psycopg.rows import dict_row
+
+from chalicelib.store.conversations import take_thread_leases
+from chalicelib.store.turn_windows import rewrite_thread_windows
+
+# An embedding row's primary key, in order: where a sweep stands.
+_KEY = "org, namespace, thread_id, msg_id, model"
+Position = list[str]
+
+
+def sweep_position(conn: Connection, name: str, guard: str) -> tuple[Position | None, bool]:
+    """Where the sweep of this guard stands (None: at the start) and whether it is done; a
+    sweep of another guard starts over."""
+    row = conn.execute(
+        "INSERT INTO loom.guard_sweeps AS s (name, guard) VALUES (%s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET guard = EXCLUDED.guard,"
+        " position = CASE WHEN s.guard = EXCLUDED.guard THEN s.position END,"
+        " done = s.guard = EXCLUDED.guard AND s.done,"
+        " updated_at = CASE WHEN s.guard = EXCLUDED.guard THEN s.updated_at ELSE now() END"
+        " RETURNING position, done",
+        (name, guard),
+    ).fetchone()
+    assert row is not None
+    return row[0], bool(row[1])
+
+
+def advance(conn: Connection, name: str, guard: str, position: Position | None, done: bool) -> None:
+    conn.execute(
+        "UPDATE loom.guard_sweeps SET position = %s, done = %s, updated_at = now()"
+        " WHERE name = %s AND guard = %s",
+        (position, done, name, guard),
+    )
+
+
+def indexed_after(conn: Connection, position: Position | None, limit: int) -> list[dict[str, Any]]:
+    """Live embedding rows after `position` in primary-key order, with the text they index."""
+    after = "" if position is None else f" AND ({_KEY}) > (%s, %s, %s, %s, %s)"
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            f"SELECT {_KEY}, text FROM loom.conversation_embeddings"
+            f" WHERE tombstoned_at IS NULL{after} ORDER BY {_KEY} LIMIT %s",
+            (*(position or ()), limit),
+        ).fetchall()
+
+
+def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """Tombstone these embedding rows under their threads' leases, and rewrite the windows
+    and context vectors of their threads; returns the rows withdrawn."""
+    by_org: dict[str, set[tuple[str, str]]] = {}
+    for r in rows:
+        by_org.setdefault(r["org"], set()).add((r["namespace"], r["thread_id"]))
+    for org in sorted(by_org):
+        take_thread_leases(conn, org, sorted(by_org[org]))
+    withdrawn = conn.execute(
+        f"UPDATE loom.conversation_embeddings SET tombstoned_at = clock_timestamp()"
+        f" WHERE ({_KEY}) IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[],"
+        f" %s::text[], %s::text[])) AND tombstoned_at IS NULL",
+        [[r[k] for r in rows] for k in ("org", "namespace", "thread_id", "msg_id", "model")],
+    ).rowcount
+    for org in sorted(by_org):
+        for namespace, thread_id in sorted(by_org[org]):
+            rewrite_thread_windows(conn, org, namespace, thread_id)
+    return withdrawn

@@ -1,0 +1,43 @@
+"""The guard sweep: indexed text that today's guard reads as high leaves every index.
+
+An earlier build with a weaker guard may have embedded and indexed a turn that reads as high
+today. Every search hit is checked with today's guard, but such a row's text would still sit
+in the windows of the turns around it (found by its words) and in the context vector of the
+turn after it. Once for each guard (a fingerprint of its source), this reads every live
+embedding row, tombstones those that read as high (the turn itself stays, as written) and
+rewrites the windows and context vectors of their threads.
+"""
+
+from __future__ import annotations
+
+from chalicelib.deps import Deps
+from chalicelib.sensitivity import guard_fingerprint, reads_as_high
+from chalicelib.store import guard_sweeps as store
+
+NAME = "conversation_embeddings"
+BATCH = 2000
+BATCHES_PER_PASS = 50
+
+
+def sweep_indexed_text(deps: Deps) -> dict[str, int]:
+    """One pass of up to BATCHES_PER_PASS batches; the next pass goes on where it stopped."""
+    guard = guard_fingerprint()
+    with deps.pool.connection() as conn:
+        position, done = store.sweep_position(conn, NAME, guard)
+    checked = withdrawn = 0
+    for _ in range(BATCHES_PER_PASS):
+        if done:
+            break
+        with deps.pool.connection() as conn:
+            rows = store.indexed_after(conn, position, BATCH)
+        high = [r for r in rows if reads_as_high(r["text"])]
+        if rows:
+            last = rows[-1]
+            position = [last[k] for k in ("org", "namespace", "thread_id", "msg_id", "model")]
+        done = len(rows) < BATCH
+        with deps.pool.connection() as conn:
+            if high:
+                withdrawn += store.withdraw_indexed(conn, high)
+            store.advance(conn, NAME, guard, position, done)
+        checked += len(rows)
+    return {"checked": checked, "withdrawn": withdrawn, "done": int(done)}

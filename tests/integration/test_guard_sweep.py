@@ -1,0 +1,116 @@
+"""The guard sweep: indexed text an earlier, weaker guard let in leaves every index once
+today's guard reads it as high; the turn itself stays as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib.sensitivity import guard_fingerprint, reads_as_high
+from chalicelib.store.turn_windows import rewrite_thread_windows
+from chalicelib.workers import guard_sweep
+from tests.integration.test_conversation_search_modes import (
+    context_state,
+    hits,
+    ids,
+    windows_holding,
+    word,
+)
+from tests.integration.test_conversation_support import NS, Tenant, embedding_rows, turn_rows
+
+
+@pytest.fixture
+def t(api, deps, org):
+    return Tenant.open(api, deps, org)
+
+
+@pytest.fixture(autouse=True)
+def fresh_sweep(pool):
+    """Each test starts the sweep over (the database is shared by the suite)."""
+    with pool.connection() as conn:
+        conn.execute("DELETE FROM loom.guard_sweeps")
+
+
+def _let_in(pool, org, thread_id, msg_id, text):
+    """What an earlier build left: the row's indexed text reads as high, and the windows
+    around it (rebuilt as migration 0009 rebuilt every window) read it."""
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET text = %s WHERE org = %s AND msg_id = %s",
+            (text, org, msg_id),
+        )
+        rewrite_thread_windows(conn, org, NS, thread_id)
+
+
+def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, pool, org):
+    """GIVEN a thread P0, old, N0, N1 whose row `old` now holds a password assignment and a
+    unique word, read by the windows around it (as an earlier build indexed it)
+    WHEN the guard sweep runs
+    THEN `old`'s embedding row is tombstoned while its turn stays as written; no live window
+    holds the word, lexical search finds nothing by it, N0's context vector is its own
+    vector; the sweep is done, and a second pass reads nothing."""
+    w = word()
+    for name, text in [("P0", "we set up the vpn today"), ("old", "the vpn login works"),
+                       ("N0", "thanks, connected fine"), ("N1", "see you tomorrow")]:  # fmt: skip
+        t.append("th-s", text, msg_id=name)
+    secret = f"the vpn login {w}, password: Tr0ub4dor&3xyz"
+    assert reads_as_high(secret)
+    _let_in(pool, org, "th-s", "old", secret)
+    assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} == {
+        "P0", "old", "N0", "N1"}  # fmt: skip
+    assert context_state(pool, org, "th-s")["N0"] == ("old", False)
+
+    out = guard_sweep.sweep_indexed_text(deps)
+    assert out["withdrawn"] >= 1 and out["done"] == 1
+    rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th-s")}
+    assert rows["old"]["tombstoned_at"] is not None
+    assert all(rows[m]["tombstoned_at"] is None for m in ("P0", "N0", "N1"))
+    assert [r["msg_id"] for r in turn_rows(pool, org, "th-s") if r["tombstoned_at"] is None] == [
+        "P0", "old", "N0", "N1"]  # fmt: skip
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical") == []
+    assert context_state(pool, org, "th-s")["N0"] == (None, True)
+    assert guard_sweep.sweep_indexed_text(deps) == {"checked": 0, "withdrawn": 0, "done": 1}
+
+
+def _sweep_to_the_end(deps) -> int:
+    checked = 0
+    while True:
+        out = guard_sweep.sweep_indexed_text(deps)
+        checked += out["checked"]
+        if out["done"]:
+            return checked
+
+
+def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
+    t, deps, pool, org, monkeypatch
+):
+    """GIVEN three threads of two rows each, one row of each an earlier guard let in, a sweep
+    standing just before this org's rows (the database is shared), batches of two rows and
+    one batch a pass
+    WHEN the sweep runs three passes
+    THEN each reads on from where the last stopped: together they read the six rows once and
+    withdraw the three, and no plain one; once the sweep is done a pass reads nothing, and
+    under another guard it reads every live row again."""
+    monkeypatch.setattr(guard_sweep, "BATCH", 2)
+    monkeypatch.setattr(guard_sweep, "BATCHES_PER_PASS", 1)
+    for n in range(3):
+        t.append(f"th-{n}", f"plain turn {n}", msg_id="a")
+        t.append(f"th-{n}", f"the key for {n}", msg_id="b")
+        _let_in(pool, org, f"th-{n}", "b", f"api_key = sk-{n}live0123456789abcdefABCDEF")
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.guard_sweeps (name, guard, position) VALUES (%s, %s, %s)",
+            (guard_sweep.NAME, guard_fingerprint(), [org, "", "", "", ""]),
+        )
+    passes = [guard_sweep.sweep_indexed_text(deps) for _ in range(3)]
+    assert [(p["checked"], p["withdrawn"]) for p in passes] == [(2, 1)] * 3
+    gone = {(r["thread_id"], r["msg_id"]) for r in embedding_rows(pool, org) if r["tombstoned_at"]}
+    assert gone == {(f"th-{n}", "b") for n in range(3)}
+    assert sorted(ids(hits(t, "plain turn", "lexical"))) == ["a", "a", "a"]
+
+    monkeypatch.setattr(guard_sweep, "BATCH", 2000)
+    monkeypatch.setattr(guard_sweep, "BATCHES_PER_PASS", 50)
+    _sweep_to_the_end(deps)
+    assert guard_sweep.sweep_indexed_text(deps) == {"checked": 0, "withdrawn": 0, "done": 1}
+    monkeypatch.setattr(guard_sweep, "guard_fingerprint", lambda: "another guard")
+    assert _sweep_to_the_end(deps) >= 3

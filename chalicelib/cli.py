@@ -143,33 +143,35 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
         print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
         return 0
+    from chalicelib.ops.transcript_ingest import check_turns, ingest_turns
+
+    org = args.org or deps.settings.org
+    try:  # the whole file first, so a refused turn leaves nothing half written
+        check_turns(org, args.namespace, args.agent, thread_id, turns, args.user_id, args.run_id)
+    except ValidationFailedError as exc:
+        raise LoomError(f"{args.file}: {exc.message}. Nothing was appended.") from exc
     if args.url:
         counts = _ingest_over_http(args, thread_id, turns)
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
         print(f"thread {thread_id}: {summary}")
         return 0
-    from chalicelib.ops.transcript_ingest import ingest_turns
     from chalicelib.store.namespaces import conversation_logging_enabled
 
-    org = args.org or deps.settings.org
     with deps.pool.connection() as conn:
         recording = conversation_logging_enabled(conn, org, args.namespace)
     if not recording:
         raise LoomError(_NOT_RECORDING.format(args.namespace))
-    try:
-        counts = ingest_turns(
-            deps,
-            org=org,
-            namespace=args.namespace,
-            agent=args.agent,
-            thread_id=thread_id,
-            turns=turns,
-            user_id=args.user_id,
-            run_id=args.run_id,
-            progress=_progress_bar,
-        )
-    except ValidationFailedError as exc:
-        raise LoomError(f"{args.file}: {exc.message}. Nothing was appended.") from exc
+    counts = ingest_turns(
+        deps,
+        org=org,
+        namespace=args.namespace,
+        agent=args.agent,
+        thread_id=thread_id,
+        turns=turns,
+        user_id=args.user_id,
+        run_id=args.run_id,
+        progress=_progress_bar,
+    )
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
     print(f"thread {thread_id}: {summary}")
     return 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
 
@@ -126,7 +126,7 @@ def write_entries(
                     locked=e.locked,
                     vector=vectors.get(id(e)),
                     embed_model=deps.embedder.name,
-                    withheld=reads_as_high(e.value),
+                    withheld=embedded_reads_as_high(e.value, EMBED_CHARS),
                 )
                 store.write_memory(conn, org, namespace, user_id, w, version, verdict)
                 write_audit(

@@ -15,6 +15,26 @@ from chalicelib.transcript_file import turn_msg_id
 BATCH = 64
 
 
+def check_turns(
+    org: str,
+    namespace: str,
+    agent: str,
+    thread_id: str,
+    turns: list[tuple[str, str]],
+    user_id: str = "-",
+    run_id: str = "-",
+) -> None:
+    """Raise ValidationFailedError, naming the turn, for the first turn conversation.append
+    would refuse."""
+    common = {"org": org, "namespace": namespace, "agent": agent, "thread_id": thread_id}
+    common |= {"user_id": user_id, "run_id": run_id}
+    for i, (role, content) in enumerate(turns, start=1):
+        try:
+            validated("conversation.append", {**common, "role": role, "content": content})
+        except ValidationFailedError as exc:
+            raise ValidationFailedError(f"turn {i}: {exc.message}") from exc
+
+
 def ingest_turns(
     deps: Deps,
     *,
@@ -30,13 +50,7 @@ def ingest_turns(
     """Record every turn in batches (one embedding call a batch); counts answers by reason.
     A turn conversation.append would refuse refuses the whole file before anything is written
     (ValidationFailedError, naming the turn)."""
-    common = {"org": org, "namespace": namespace, "agent": agent, "thread_id": thread_id}
-    common |= {"user_id": user_id, "run_id": run_id}
-    for i, (role, content) in enumerate(turns, start=1):
-        try:
-            validated("conversation.append", {**common, "role": role, "content": content})
-        except ValidationFailedError as exc:
-            raise ValidationFailedError(f"turn {i}: {exc.message}") from exc
+    check_turns(org, namespace, agent, thread_id, turns, user_id, run_id)
     new = [
         NewTurn(
             org=org,

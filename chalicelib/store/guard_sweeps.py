@@ -51,18 +51,22 @@ def indexed_after(conn: Connection, position: Position | None, limit: int) -> li
 
 
 def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
-    """Tombstone these embedding rows under their threads' leases, and rewrite the windows
-    and context vectors of their threads; returns the rows withdrawn."""
+    """Tombstone these embedding rows, each if it still holds the text read, under their
+    threads' leases (another copy's vector may have taken a row over meanwhile), and rewrite
+    the windows and context vectors of their threads; returns the rows withdrawn."""
     by_org: dict[str, set[tuple[str, str]]] = {}
     for r in rows:
         by_org.setdefault(r["org"], set()).add((r["namespace"], r["thread_id"]))
     for org in sorted(by_org):
         take_thread_leases(conn, org, sorted(by_org[org]))
     withdrawn = conn.execute(
-        f"UPDATE loom.conversation_embeddings SET tombstoned_at = clock_timestamp()"
-        f" WHERE ({_KEY}) IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[],"
-        f" %s::text[], %s::text[])) AND tombstoned_at IS NULL",
-        [[r[k] for r in rows] for k in ("org", "namespace", "thread_id", "msg_id", "model")],
+        "UPDATE loom.conversation_embeddings e SET tombstoned_at = clock_timestamp()"
+        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
+        "  AS r(org, namespace, thread_id, msg_id, model, text)"
+        " WHERE (e.org, e.namespace, e.thread_id, e.msg_id, e.model)"
+        "  = (r.org, r.namespace, r.thread_id, r.msg_id, r.model)"
+        " AND e.text = r.text AND e.tombstoned_at IS NULL",
+        [[r[k] for r in rows] for k in (*_KEY.split(", "), "text")],
     ).rowcount
     for org in sorted(by_org):
         for namespace, thread_id in sorted(by_org[org]):

@@ -32,7 +32,9 @@ class MemoryWrite:
     locked: bool | None = None
     vector: np.ndarray | None = None
     embed_model: str | None = None
-    withheld: bool = False  # text that reads as high: never embedded (dim -1, not a backlog)
+    # Text (or the part of it an embedder is sent) that reads as high: never embedded (dim -1,
+    # not a backlog the embedding worker retries).
+    withheld: bool = False
 
 
 def lock_rows(

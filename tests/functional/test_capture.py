@@ -446,6 +446,28 @@ def test_the_http_ingest_gives_a_turn_the_same_id_as_the_database_ingest(
     assert over_http.stdout.endswith(": 4 duplicate\n"), over_http.stderr
 
 
+def test_the_http_ingest_refuses_a_file_with_a_turn_append_refuses_and_sends_nothing(
+    server, tmp_path
+):
+    """GIVEN a recording namespace and a three-turn JSON transcript whose third turn holds a
+    NUL character
+    WHEN it is ingested over HTTP THEN the command exits 2 naming the turn, and the server
+    holds no turn of it (the file is checked whole before the first append is sent)."""
+    ns = namespace(server)
+    env = environment(server, ns, tmp_path)
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps([{"role": "user", "content": "one"}, {"role": "assistant",
+                 "content": "two"}, {"role": "user", "content": "th\u0000ree"}]))  # fmt: skip
+    cmd = [env["LOOM_CLI"], "ingest-transcript", "--namespace", ns, "--file", str(f)]
+    done = subprocess.run(
+        [*cmd, "--thread-id", "refused-1", "--url", server],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "turn 3" in done.stderr and "Nothing was appended" in done.stderr
+    assert recorded(server, ns, "refused-1") == []
+
+
 def test_a_hanging_or_down_server_leaves_both_scripts_exiting_0_in_time(
     server, tmp_path, silent_port
 ):

@@ -114,3 +114,36 @@ def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
     assert guard_sweep.sweep_indexed_text(deps) == {"checked": 0, "withdrawn": 0, "done": 1}
     monkeypatch.setattr(guard_sweep, "guard_fingerprint", lambda: "another guard")
     assert _sweep_to_the_end(deps) >= 3
+
+
+def test_a_row_taken_over_while_the_sweep_reads_keeps_its_new_text_live(
+    t, deps, pool, org, embedder, monkeypatch
+):
+    """GIVEN agent A's turn m1 whose embed failed (a row with no vector), its text now one that
+    reads as high
+    WHEN the sweep has read it and, before it withdraws it, agent B logs m1 with plain text
+    (B's vector takes the row over)
+    THEN the sweep leaves the row live with B's text: it withdraws only a row still holding
+    the text it read."""
+    embedder.failing = True
+    try:
+        t.append("th-t", "agent one says hello", msg_id="m1", agent="A")
+    finally:
+        embedder.failing = False
+    _let_in(pool, org, "th-t", "m1", "agent one, password: Tr0ub4dor&3xyz")
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.guard_sweeps (name, guard, position) VALUES (%s, %s, %s)",
+            (guard_sweep.NAME, guard_fingerprint(), [org, "", "", "", ""]),
+        )
+    withdraw = guard_sweep.store.withdraw_indexed
+
+    def after_a_takeover(conn, rows):
+        t.append("th-t", "agent two says something plain", msg_id="m1", agent="B")
+        return withdraw(conn, rows)
+
+    monkeypatch.setattr(guard_sweep.store, "withdraw_indexed", after_a_takeover)
+    assert guard_sweep.sweep_indexed_text(deps)["withdrawn"] == 0
+    (row,) = embedding_rows(pool, org, "th-t")
+    assert (row["agent"], row["text"], row["tombstoned_at"]) == (
+        "B", "agent two says something plain", None)  # fmt: skip

@@ -100,12 +100,16 @@ def test_entity_extractor_fills_rows_written_without_entities(deps, org, pool, c
 
 
 def test_embedding_worker_embeds_rows_left_without_a_vector(deps, org, pool, client, embedder):
-    """GIVEN memories written while the embedder failed (and one that reads as high)
+    """GIVEN memories written while the embedder failed, one that reads as high and one whose
+    first 2,048 characters (what the embedder is sent) read as high though the whole does not
     WHEN the embedding_worker schedule fires with the embedder back THEN the plain row gets a
-    vector and the high one still has none."""
+    vector; the other two are withheld (dim -1, no backlog) and never reach the embedder."""
+    digits = "4111 1111 1111 1111"
+    cut = ("The user keeps notes on the garden. " * 57)[:2028] + " " + digits + " 1111 end."
     embedder.failing = True
     for key, value in (("user/drink", "The user drinks oolong tea."),
-                       ("user/secret", "The user's password=hunter22 for the VPN.")):  # fmt: skip
+                       ("user/secret", "The user's password=hunter22 for the VPN."),
+                       ("user/notes", cut)):  # fmt: skip
         call("memory.set", {**BODY, "key": key, "value": value}, local_caller(org), deps)
     embedder.failing = False
     _invoke(client, "embedding_worker")
@@ -113,4 +117,5 @@ def test_embedding_worker_embeds_rows_left_without_a_vector(deps, org, pool, cli
         dims = dict(
             conn.execute("SELECT key, dim FROM loom.memories WHERE org = %s", (org,)).fetchall()
         )
-    assert dims == {"user/drink": embedder.dim, "user/secret": -1}  # withheld, never embedded
+    assert dims == {"user/drink": embedder.dim, "user/secret": -1, "user/notes": -1}
+    assert not any(digits in s for s in embedder.seen)

@@ -247,6 +247,19 @@ def as_unavailable(exc: BaseException) -> UnavailableError | None:
     return UnavailableError("the database is unavailable; try again shortly")
 
 
+def as_refused_value(exc: BaseException) -> ValidationFailedError | None:
+    """The 422 a value the database cannot hold answers (its transaction rolled back, so
+    nothing of the request is stored): a timestamp past its range, an index entry or a
+    tsvector past its size."""
+    from chalicelib.store.pool import database_refused_value
+
+    said = database_refused_value(exc)
+    if said is None:
+        return None
+    logger.warning("database refused a value", extra={"error": said})
+    return ValidationFailedError(f"the database cannot hold a value of this request: {said}")
+
+
 def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallResult:
     """Run op `name` for `caller`: access, identity, validation, handler, audit, one log line."""
     started = time.perf_counter()
@@ -275,6 +288,10 @@ def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallRes
         if unavailable is not None:
             status = unavailable.status
             raise unavailable from exc
+        refused = as_refused_value(exc)
+        if refused is not None:
+            status = refused.status
+            raise refused from exc
         status = 500  # logged with its traceback by the transport
         raise
     finally:

@@ -70,6 +70,22 @@ def sent_whole(conn: psycopg.Connection) -> Iterator[None]:
         yield
 
 
+# SQLSTATE classes of a value the database cannot hold: data exceptions (a timestamp out of
+# range, text it cannot parse as the column's type) and program limits (an index entry or a
+# tsvector over its size).
+_REFUSED_VALUE_SQLSTATE_CLASSES = ("22", "54")
+
+
+def database_refused_value(exc: BaseException) -> str | None:
+    """What the database said of a value it cannot hold, or None for any other failure."""
+    if not isinstance(exc, psycopg.Error) or exc.sqlstate is None:
+        return None
+    if exc.sqlstate[:2] not in _REFUSED_VALUE_SQLSTATE_CLASSES:
+        return None
+    primary = exc.diag.message_primary or str(exc)
+    return primary.splitlines()[0][:300]
+
+
 def database_unavailable(exc: BaseException) -> bool:
     """True for a failure of the database itself (gone, restarting, no free connection in time,
     a transaction it rolled back): the caller may retry, so it answers 503, not 500."""

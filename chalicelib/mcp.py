@@ -13,7 +13,7 @@ from typing import Any
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.errors import ForbiddenError, LoomError, UnknownOpError
-from chalicelib.registry import OpSpec, call, output_schema, registered
+from chalicelib.registry import OpSpec, call, output_schema, registered, unstorable
 
 SERVER_INFO = {"name": "loom", "version": "0.1.0"}
 PROTOCOL_VERSIONS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -105,6 +105,17 @@ def _call_tool(
     }
 
 
+def _refused_text(named: Mapping[str, Any]) -> str | None:
+    """Why one of these values (each absent, or a string) cannot be kept, or None."""
+    for key, value in named.items():
+        if value is None:
+            continue
+        why = "must be a string" if not isinstance(value, str) else unstorable(value)
+        if why:
+            return f"{key} {why}" if why.startswith("must") else f"{key}: {why}"
+    return None
+
+
 def _error(req_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
 
@@ -135,7 +146,13 @@ def handle(
     if method == "initialize":
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-        client = (params.get("clientInfo") or {}).get("name") or "mcp-client"
+        info = params.get("clientInfo") or {}
+        client = info.get("name") if isinstance(info, dict) else None
+        named = {"clientInfo.name": client, **{k: query.get(k) for k in ("namespace", "agent")}}
+        refused = _refused_text(named)
+        if refused:
+            return 200, _error(req_id, -32602, f"invalid params: {refused}"), extra
+        client = client or "mcp-client"
         with deps.pool.connection() as conn:
             session_id = mcp_sessions.open_session(
                 conn,
@@ -157,8 +174,13 @@ def handle(
     elif method == "tools/list":
         result = {"tools": list_tools(toolset)}
     elif method == "tools/call":
+        if not isinstance(params.get("name"), str) or not isinstance(
+            params.get("arguments") or {}, dict
+        ):
+            return 200, _error(req_id, -32602, "invalid params: name (a string) and arguments "
+                               "(an object) name the tool call"), extra  # fmt: skip
         session = None
-        if session_id:
+        if session_id and unstorable(session_id) is None:
             idle = deps.live().mcp_session_run_idle_seconds
             with deps.pool.connection() as conn:
                 session = mcp_sessions.touch_session(conn, session_id, caller.principal, idle)

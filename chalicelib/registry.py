@@ -173,7 +173,7 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _unstorable(body: Any) -> str | None:
+def unstorable(body: Any) -> str | None:
     """Why some value in the body (keys included) cannot be stored, or None: PostgreSQL text
     holds no U+0000 and only valid UTF-8 (no lone surrogate), and JSON no NaN or infinity."""
     stack = [body]
@@ -210,7 +210,7 @@ def validated(op: str, body: dict[str, Any]) -> BaseModel:
 
 
 def _validate(spec: OpSpec, body: dict[str, Any]) -> tuple[BaseModel, list[str]]:
-    why = _unstorable(body)
+    why = unstorable(body)
     if why is not None:
         raise ValidationFailedError(why)
     known = spec.input_model.model_fields

@@ -1,0 +1,90 @@
+"""/mcp answers malformed JSON-RPC params with a JSON-RPC error (-32602), never a 500, and
+keeps nothing of them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chalicelib.auth import mint_token
+
+
+def _mcp(client, token, message, query="", **headers):
+    resp = client.http.post(
+        "/mcp" + query,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}",
+                 **headers},
+        body=json.dumps(message),
+    )  # fmt: skip
+    return resp.status_code, json.loads(resp.body or b"{}")
+
+
+def _sessions(pool, org):
+    with pool.connection() as conn:
+        row = conn.execute("SELECT count(*) FROM loom.mcp_sessions WHERE org = %s", (org,))
+        return row.fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    ("params", "query"),
+    [
+        ({"clientInfo": {"name": "a\u0000b"}}, ""),
+        ({"clientInfo": {"name": "\ud800"}}, ""),
+        ({"clientInfo": {"name": {"x": 1}}}, ""),
+        ({}, "?namespace=%00"),
+        ({}, "?agent=%00"),
+    ],
+)
+def test_an_initialize_naming_what_cannot_be_kept_is_invalid_params(
+    client, deps, org, pool, params, query
+):
+    """GIVEN an initialize whose client name, or namespace or agent in the query, holds a NUL,
+    a lone surrogate or is no string
+    WHEN it is posted THEN it answers a JSON-RPC error -32602 and opens no session."""
+    token = mint_token(deps, org=org, role="writer")
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    status, body = _mcp(client, token, message, query)
+    assert (status, body["error"]["code"]) == (200, -32602), body
+    assert _sessions(pool, org) == 0
+
+
+@pytest.mark.parametrize("info", ["x", [1], None])
+def test_a_client_info_that_is_no_object_is_read_as_none(client, deps, org, info):
+    """GIVEN an initialize whose clientInfo is a string, a list or null
+    WHEN it is posted THEN the session opens as for a client that gave no name."""
+    token = mint_token(deps, org=org, role="writer")
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": info}}
+    status, body = _mcp(client, token, message)
+    assert status == 200 and "result" in body, body
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "loom_system_whoami", "arguments": "ab"},
+        {"name": "loom_system_whoami", "arguments": 5},
+        {"name": "loom_system_whoami", "arguments": True},
+        {"name": "loom_system_whoami", "arguments": [1]},
+        {"name": "loom_system_whoami", "arguments": [["zz", 1], [5, 2]]},
+        {"name": ["loom_system_whoami"]},
+    ],
+)
+def test_a_tool_call_whose_arguments_are_no_object_is_invalid_params(client, deps, org, params):
+    """GIVEN a tools/call whose arguments are a string, a number, a boolean or a list (pairs
+    included), or whose name is no string
+    WHEN it is posted THEN it answers a JSON-RPC error -32602."""
+    token = mint_token(deps, org=org, role="writer")
+    message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+    status, body = _mcp(client, token, message)
+    assert (status, body["error"]["code"]) == (200, -32602), body
+
+
+def test_a_session_id_that_cannot_be_stored_is_no_session(client, deps, org):
+    """GIVEN a tools/call with an Mcp-Session-Id header holding a NUL
+    WHEN it is posted THEN the call runs as one without a session."""
+    token = mint_token(deps, org=org, role="writer")
+    message = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "loom_system_whoami", "arguments": {}}}  # fmt: skip
+    status, body = _mcp(client, token, message, **{"Mcp-Session-Id": "abc\u0000def"})
+    assert status == 200 and body["result"]["isError"] is False, body

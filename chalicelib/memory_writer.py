@@ -58,11 +58,13 @@ class Written:
 
 
 def _blacklisted(value: str, patterns: list[str]) -> bool:
+    """Whether a pattern matches the value: as a regular expression, or as plain text when it
+    is none Python compiles (bad syntax, a repeat count past what `re` holds)."""
     for pattern in patterns:
         try:
             if re.search(pattern, value, re.IGNORECASE):
                 return True
-        except re.error:
+        except (re.error, OverflowError, RecursionError):
             if pattern.lower() in value.lower():
                 return True
     return False

@@ -258,3 +258,23 @@ def test_each_write_leaves_one_hash_only_audit_row(m, pool):
     assert {r["principal"] for r in rows} == {f"token:writer-{m.org}"}
     every = str(audit_rows(pool, m.org))
     assert not any(v in every for v in values)
+
+
+def test_a_pattern_re_cannot_compile_is_matched_as_plain_text(m, pool):
+    """GIVEN blacklisted patterns Python's re cannot compile: a repeat count past its range and
+    an unbalanced bracket
+    WHEN values are written THEN each answers, never 500: one holding a pattern's text is
+    refused, a plain one is stored."""
+    m.blacklist("a{4294967296}")
+    m.blacklist("code [x")
+    out = m.ok(
+        "memory.bulk_set",
+        entries=[
+            {"key": "user/plain", "value": "The user likes tea."},
+            {"key": "user/odd", "value": "It says a{4294967296} in the log."},
+            {"key": "user/code", "value": "The code [x is secret."},
+        ],
+    )
+    verdicts = {w["key"]: w["conflict_verdict"] for w in out["written"]}
+    assert verdicts["user/plain"] != "blacklisted"
+    assert verdicts["user/odd"] == verdicts["user/code"] == "blacklisted"

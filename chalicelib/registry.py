@@ -138,6 +138,11 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
         if not isinstance(user, str) or user in ("", "-"):
             raise BadRequestError('namespace "@me" needs a user: a user-pinned token or user_id')
         body["namespace"] = personal_namespace(user)
+    if _names_another_users_collection(body.get("namespace"), caller.read_user_id):
+        raise ForbiddenError(
+            "this token acts for one user only; the namespace is another user's personal"
+            ' collection ("@me" names its own)'
+        )
     if "org" in fields:
         if body.get("org") in (None, ""):
             body["org"] = caller.org
@@ -153,6 +158,13 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
             body["user_id"] = caller.read_user_id
         elif body["user_id"] != caller.read_user_id:
             raise ForbiddenError("this token acts for one user only; user_id names another")
+
+
+def _names_another_users_collection(namespace: Any, pinned: str | None) -> bool:
+    """Whether a token pinned to one user names another user's personal collection."""
+    if pinned is None or not isinstance(namespace, str) or not namespace.startswith(ME + ":"):
+        return False
+    return namespace != personal_namespace(pinned)
 
 
 def _check_access(spec: OpSpec, caller: Caller) -> None:

@@ -87,6 +87,21 @@ def test_tokens_act_in_their_own_org_namespace_and_user(m, api, deps, pool):
     assert rows == {"k/a": (NS, "-"), "k/b": (NS, "u1")}
 
 
+def test_a_user_pinned_token_cannot_write_into_another_users_personal_collection(m, pool):
+    """GIVEN a token pinned to user u1
+    WHEN it writes into namespace "@me:u2" (u2's personal collection), then into "@me" and
+    "@me:u1"
+    THEN the first is refused (403) and nothing lands in u2's collection; the others land in
+    u1's."""
+    pinned = m.token("writer", read_scope="own_user", read_user_id="u1")
+    status, body = m.post("memory.set", token=pinned, key="k/x", value="v", namespace="@me:u2")
+    assert status == 403, body
+    assert memory_rows(pool, m.org) == []
+    for ns in ("@me", "@me:u1"):
+        assert m.post("memory.set", token=pinned, key="k/x", value=ns, namespace=ns)[0] == 200
+    assert {r["namespace"] for r in memory_rows(pool, m.org)} == {"@me:u1"}
+
+
 def test_an_own_user_token_without_a_pin_must_name_a_user_to_read(m):
     """GIVEN a viewer token bounded to own_user with no pinned user
     WHEN it searches without user_id, then with one

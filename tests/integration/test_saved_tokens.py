@@ -100,8 +100,8 @@ def test_a_pinned_token_naming_another_user_is_refused(t, pool, org, op):
 def test_at_me_resolves_to_the_users_personal_namespace(t, pool, org):
     """GIVEN end-user tokens pinned to u1 and to u2
     WHEN u1 saves with namespace "@me", and each lists and searches "@me"
-    THEN the row lives in "@me:u1"; u1 sees it, u2 sees nothing of it (nor by naming
-    "@me:u1").
+    THEN the row lives in "@me:u1"; u1 sees it, u2 sees nothing of it, and naming "@me:u1"
+    is refused to u2 (403).
     """
     u1, u2 = pinned(t, "u1"), pinned(t, "u2")
     body = {**SAVED_OPS["conversation.save_message"], "namespace": "@me"}
@@ -124,7 +124,9 @@ def test_at_me_resolves_to_the_users_personal_namespace(t, pool, org):
 
     assert seen(u1, "@me") == (["m1"], ["m1"])
     assert seen(u2, "@me") == ([], [])
-    assert seen(u2, "@me:u1") == ([], [])
+    for op in ("conversation.list_saved_messages", "conversation.search_saved_messages"):
+        status, _ = t.post(op, token=u2, agent="*", query="harbour", namespace="@me:u1")
+        assert status == 403, op
     status = t.ok(
         "conversation.saved_status",
         token=u2,

@@ -259,6 +259,14 @@ def as_unavailable(exc: BaseException) -> UnavailableError | None:
     return UnavailableError("the database is unavailable; try again shortly")
 
 
+def _loggable(value: Any) -> Any:
+    """A value as the log line can carry it: text that is no valid UTF-8 (a lone surrogate)
+    or that is no text is written as its repr."""
+    if value is None or (isinstance(value, str) and unstorable(value) is None):
+        return value
+    return repr(value)[:300]
+
+
 def as_refused_value(exc: BaseException) -> ValidationFailedError | None:
     """The 422 a value the database cannot hold answers (its transaction rolled back, so
     nothing of the request is stored): a timestamp past its range, an index entry or a
@@ -312,7 +320,7 @@ def call(name: str, body: dict[str, Any], caller: Caller, deps: Deps) -> CallRes
             extra={
                 "op": name,
                 "org": caller.org,
-                "namespace": namespace,
+                "namespace": _loggable(namespace),
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2),
             },

@@ -32,3 +32,14 @@ def test_each_call_logs_op_org_namespace_status_and_latency(api, deps, org, log_
         ("conversation.set_logging", org, "ns-log", 403),
     ]
     assert all(o["latency_ms"] >= 0 for o in ops)
+
+
+def test_a_namespace_that_is_no_valid_text_is_logged_as_its_repr(api, deps, org, log_lines):
+    """GIVEN a body whose namespace holds a lone surrogate
+    WHEN it is posted THEN it answers 422 and the op's log line is written, the namespace as
+    its repr."""
+    token = mint_token(deps, org=org, role="viewer")
+    status = Api(api.client, token).raw("conversation.threads", '{"namespace": "ns\\ud800"}')[0]
+    assert status == 422
+    ops = [line for line in log_lines() if line.get("message") == "op"]
+    assert [(o["status"], o["namespace"]) for o in ops] == [(422, repr("ns\ud800"))]

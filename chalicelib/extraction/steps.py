@@ -22,11 +22,16 @@ from chalicelib.store.pool import read_connection
 _WORD = re.compile(r"[a-z0-9]+")
 
 
+def cache_key(org: str, model: str, system: str, user: str) -> str:
+    """The response cache's key: the org, the model and the whole prompt, so one org never
+    reads an answer cached for another (a hit would tell it another tenant sent the text)."""
+    return hashlib.sha256(json.dumps([org, model, system, user]).encode()).hexdigest()
+
+
 def call_model(run: Run, system: str, user: str, model: str | None = None) -> dict[str, Any]:
-    """A JSON model call through the response cache, keyed on the whole prompt."""
+    """A JSON model call through the org's response cache, keyed on the whole prompt."""
     llm = run.deps.llm
-    name = model or llm.name
-    digest = hashlib.sha256(f"{name}\x1f{system}\x1f{user}".encode()).hexdigest()
+    digest = cache_key(run.org, model or llm.name, system, user)
     with read_connection(run.deps.pool) as conn:
         cached = cached_response(conn, digest)
     if cached is not None:

@@ -30,6 +30,12 @@ class Batch(OpOutput):
     updated_at: datetime
 
 
+def _refuse_unpinned_user_bound(caller: Caller) -> None:
+    """A token bounded to own_user that pins no user has no user whose batches it may read."""
+    if caller.read_scope == "own_user" and caller.read_user_id is None:
+        raise ForbiddenError("a token bounded to a user it does not pin cannot read batches")
+
+
 class StatusInput(AgentScoped):
     queue_ids: Annotated[list[QueueId], Field(max_length=100)] | None = None
     status: Literal["pending", "running", "held", "done", "failed"] | None = None
@@ -43,6 +49,7 @@ class StatusOutput(OpOutput):
 @op("memory.extraction_status", role="viewer", kind="read", mcp="hidden", scopes=USER_SCOPES)
 def extraction_status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
     """The namespace's deferred batches by id or status; a user-bounded token sees its user's."""
+    _refuse_unpinned_user_bound(ctx.caller)
     with read_connection(ctx.deps.pool) as conn:
         rows = store.statuses(
             conn,
@@ -70,8 +77,7 @@ class MineOutput(OpOutput):
 def _own_batches(ctx: OpContext, inp: MineInput) -> dict[str, dict[str, Any]]:
     """Only what this principal queued in this namespace, inside its read scope."""
     caller: Caller = ctx.caller
-    if caller.read_scope == "own_user" and caller.read_user_id is None:
-        raise ForbiddenError("a token bounded to a user it does not pin cannot read batches")
+    _refuse_unpinned_user_bound(caller)
     with read_connection(ctx.deps.pool) as conn:
         rows = store.statuses(
             conn,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from chalicelib.ops.common import AgentScoped, Ident, OpOutput
+from chalicelib.ops.common import AgentScoped, Ident, Moment, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, write_user
 from chalicelib.registry import OpContext, op
 from chalicelib.store import observations as store
@@ -28,7 +28,7 @@ class RecordInput(AgentScoped):
     files: Annotated[
         list[Annotated[str, StringConstraints(max_length=1000)]], Field(max_length=100)
     ] = Field(default_factory=list)
-    ts: datetime | None = None
+    ts: Moment | None = None
 
 
 class RecordOutput(OpOutput):
@@ -60,6 +60,7 @@ def observe_record(inp: RecordInput, ctx: OpContext) -> RecordOutput:
 
 class CrystallizeInput(AgentScoped):
     session_id: SessionId
+    user_id: Ident = "-"
 
 
 class CrystallizeOutput(OpOutput):
@@ -69,7 +70,9 @@ class CrystallizeOutput(OpOutput):
 
 @op("observe.crystallize", role="writer", kind="idempotent", mcp="all", scopes=USER_SCOPES)
 def observe_crystallize(inp: CrystallizeInput, ctx: OpContext) -> CrystallizeOutput:
-    """Mark a session's observations ready for the observe_extract worker."""
+    """Mark the caller's user's observations of a session ready for the observe_extract
+    worker; other users' observations of the same session id are left alone."""
+    user_id = write_user(ctx.caller, inp.user_id)
     with ctx.deps.pool.connection() as conn:
-        n = store.crystallize(conn, inp.org, inp.namespace, inp.session_id)
+        n = store.crystallize(conn, inp.org, inp.namespace, inp.session_id, user_id)
     return CrystallizeOutput(session_id=inp.session_id, observations=n)

@@ -35,48 +35,54 @@ def record(
     return int(row[0]), row[1]
 
 
-def crystallize(conn: Connection, org: str, namespace: str, session_id: str) -> int:
+def crystallize(conn: Connection, org: str, namespace: str, session_id: str, user_id: str) -> int:
+    """Mark one user's observations of a session ready; other users' rows are left alone."""
     return conn.execute(
         "UPDATE loom.observations SET crystallized_at = now() WHERE org = %s AND namespace = %s"
-        " AND session_id = %s AND crystallized_at IS NULL",
-        (org, namespace, session_id),
+        " AND session_id = %s AND user_id = %s AND crystallized_at IS NULL",
+        (org, namespace, session_id, user_id),
     ).rowcount
 
 
 def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dict[str, Any]]:
-    """Crystallized, undistilled sessions, claimed for one worker run."""
+    """Crystallized, undistilled sessions, one per (org, namespace, session, user), claimed
+    for one worker run."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "WITH ready AS (SELECT DISTINCT org, namespace, session_id FROM loom.observations"
-            "  WHERE crystallized_at IS NOT NULL AND distilled_at IS NULL"
+            "WITH ready AS (SELECT DISTINCT org, namespace, session_id, user_id"
+            "  FROM loom.observations WHERE crystallized_at IS NOT NULL AND distilled_at IS NULL"
             "  AND (distill_claimed_until IS NULL OR distill_claimed_until < now()) LIMIT %s)"
             " UPDATE loom.observations o SET distill_claimed_until = now()"
             "  + make_interval(secs => %s) FROM ready r WHERE o.org = r.org"
             "  AND o.namespace = r.namespace AND o.session_id = r.session_id"
-            "  AND o.distilled_at IS NULL"
+            "  AND o.user_id = r.user_id AND o.distilled_at IS NULL"
             " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id",
             (limit, seconds),
         ).fetchall()
 
 
 def session_observations(
-    conn: Connection, org: str, namespace: str, session_id: str
+    conn: Connection, org: str, namespace: str, session_id: str, user_id: str
 ) -> list[dict[str, Any]]:
+    """One user's crystallized, undistilled observations of a session, oldest first."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT id, agent, user_id, tool, action, input, output, files, ts"
             " FROM loom.observations WHERE org = %s AND namespace = %s AND session_id = %s"
-            " AND crystallized_at IS NOT NULL AND distilled_at IS NULL ORDER BY ts, id",
-            (org, namespace, session_id),
+            " AND user_id = %s AND crystallized_at IS NOT NULL AND distilled_at IS NULL"
+            " ORDER BY ts, id",
+            (org, namespace, session_id, user_id),
         ).fetchall()
 
 
 def finish_session(
-    conn: Connection, org: str, namespace: str, session_id: str, distilled: bool
+    conn: Connection, org: str, namespace: str, session_id: str, user_id: str, distilled: bool
 ) -> None:
+    """Release one user's claim on a session, marking its observations distilled if they were."""
     conn.execute(
         "UPDATE loom.observations SET distill_claimed_until = NULL,"
         " distilled_at = CASE WHEN %s THEN now() ELSE distilled_at END"
-        " WHERE org = %s AND namespace = %s AND session_id = %s AND crystallized_at IS NOT NULL",
-        (distilled, org, namespace, session_id),
+        " WHERE org = %s AND namespace = %s AND session_id = %s AND user_id = %s"
+        " AND crystallized_at IS NOT NULL",
+        (distilled, org, namespace, session_id, user_id),
     )

@@ -1,5 +1,6 @@
 """The observe_extract worker (off by default): distils crystallized sessions' observations
-through the extraction pipeline, as a trajectory replay (a coding capture)."""
+through the extraction pipeline, as a trajectory replay (a coding capture), one user's
+observations of a session at a time, written under that user."""
 
 from __future__ import annotations
 
@@ -35,15 +36,15 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
         claimed = store.claim_ready_sessions(
             conn, live.observe_extract_max_sessions_per_pass, CLAIM_SECONDS
         )
-    sessions = {(r["org"], r["namespace"], r["session_id"]): r for r in claimed}
-    for (org, namespace, session_id), r in sessions.items():
+    sessions = {(r["org"], r["namespace"], r["session_id"], r["user_id"]): r for r in claimed}
+    for (org, namespace, session_id, user_id), r in sessions.items():
         with deps.pool.connection() as conn:
-            observations = store.session_observations(conn, org, namespace, session_id)
+            observations = store.session_observations(conn, org, namespace, session_id, user_id)
         body = {
             "org": org,
             "namespace": namespace,
             "agent": r["agent"],
-            "user_id": r["user_id"],
+            "user_id": user_id,
             "session_id": session_id,
             "messages": [_turn(o) for o in observations[-MAX_TURNS:]],
             "extra_tags": ["source:observe"],
@@ -61,5 +62,5 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
             counts["failed"] += 1
             logger.warning("observe distillation failed", extra={"error": str(exc)})
         with deps.pool.connection() as conn:
-            store.finish_session(conn, org, namespace, session_id, distilled)
+            store.finish_session(conn, org, namespace, session_id, user_id, distilled)
     return counts

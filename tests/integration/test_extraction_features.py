@@ -258,6 +258,24 @@ def test_the_same_prompt_twice_is_answered_from_the_response_cache(m, deps, pool
     assert facts_of(pool, m.org, NS2) == {"user/home_city": "The user lives in Lisbon."}
 
 
+def test_another_org_sending_the_same_prompt_is_never_answered_from_the_cache(m, api, deps, pool):
+    """GIVEN a transcript extracted once in one org (its answer cached)
+    WHEN another org extracts the same transcript into a namespace of the same name
+    THEN the model is asked again: the second org answers with tokens_in of its own and no
+    cached_tokens_in, so nothing tells it the first org sent that text.
+    """
+    llm = scripted(deps, reply(HOME), reply(HOME))
+    other = Mem.open(api, deps, m.org + "-b")
+
+    first = m.extract_ok(SAID)
+    second = other.extract_ok(SAID)
+
+    assert len(llm.prompts) == 2 and llm.prompts[0] == llm.prompts[1]
+    assert first["tokens_in"] > 0 and first["cached_tokens_in"] == 0
+    assert second["tokens_in"] == first["tokens_in"] and second["cached_tokens_in"] == 0
+    assert facts_of(pool, other.org, NS) == {"user/home_city": "The user lives in Lisbon."}
+
+
 def test_verbatim_chunks_are_capped_and_a_digest_row_is_written(m, deps, pool):
     """GIVEN chunks of about 200 characters, at most 2 a call (live settings), and a reply with
     a session digest

@@ -282,3 +282,27 @@ def test_a_job_whose_message_was_lost_is_sent_again(deps, org, queue, pool, clie
     )
     assert client.lambda_.invoke("extraction_queue_resend", event).payload >= 1
     assert (qid, 0) in queue.sent
+
+
+def test_a_user_bounded_token_pinning_no_user_cannot_read_the_namespaces_batches(
+    api, deps, org, queue
+):
+    """GIVEN batches queued for two users, and a viewer token bounded to own_user that pins
+    no user
+    WHEN it asks for the namespace's batches
+    THEN it is refused (403) with the error the _mine ops give it, and sees no batch.
+    """
+    writer = Api(api.client, mint_token(deps, org=org, role="writer"))
+    msg = [{"role": "user", "content": "hi"}]
+    for user in ("u1", "u2"):
+        writer.ok("memory.set_from_messages", messages=msg, defer=True,
+                  **{**BODY, "user_id": user})  # fmt: skip
+    unpinned = Api(api.client, mint_token(deps, org=org, role="viewer", read_scope="own_user"))
+
+    status, data = unpinned.post("memory.extraction_status", namespace="q", agent="bot")
+    mine_status, mine = unpinned.post(
+        "memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=["x"]
+    )
+
+    assert (status, mine_status) == (403, 403)
+    assert data == mine and "batches" not in data

@@ -146,8 +146,8 @@ def reply(*facts: dict[str, Any], forget: Sequence[dict[str, str]] = (), digest:
 
 def scripted(deps: Any, *replies: str | Exception) -> ScriptedLLM:
     """Give the ops a model answering from a queue. Its name is unique, so the extraction
-    response cache (keyed on model and prompt, shared by every org) never answers for it from
-    another test's call."""
+    response cache (keyed on org, model and prompt) never answers for it from another test's
+    call."""
     llm = ScriptedLLM(replies=deque(replies), name=f"scripted-{uuid.uuid4().hex[:8]}")
     deps._llm = llm
     return llm

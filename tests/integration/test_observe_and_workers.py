@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from chalicelib.auth import local_caller
+from chalicelib.auth import local_caller, mint_token
 from chalicelib.registry import call
 from chalicelib.workers.memory_maintenance import entities_of
+from tests.conftest import Api
 from tests.queue_worker import OneFactLLM
 
 BODY = {"namespace": "obs", "agent": "coder"}
@@ -119,3 +120,23 @@ def test_embedding_worker_embeds_rows_left_without_a_vector(deps, org, pool, cli
         )
     assert dims == {"user/drink": embedder.dim, "user/secret": -1, "user/notes": -1}
     assert not any(digits in s for s in embedder.seen)
+
+
+def test_an_observation_time_outside_years_1_to_9999_in_utc_is_refused(api, deps, org, pool):
+    """GIVEN observation times inside years 1-9999 as written but outside them in UTC
+    WHEN each is recorded over HTTP
+    THEN each is refused (422) and nothing is stored; a time inside them in UTC is kept.
+    """
+    writer = Api(api.client, mint_token(deps, org=org, role="writer"))
+    body = {**BODY, "session_id": "s-ts", "action": "ran pytest"}
+
+    for ts in ("9999-12-31T23:59:59-15:00", "0001-01-01T00:00:00+15:00"):
+        status, data = writer.post("observe.record", ts=ts, **body)
+        assert status == 422, (ts, data)
+    kept = writer.ok("observe.record", ts="2024-05-01T10:00:00+15:00", **body)
+
+    with pool.connection() as conn:
+        count = conn.execute(
+            "SELECT count(*) FROM loom.observations WHERE org = %s", (org,)
+        ).fetchone()[0]
+    assert count == 1 and kept["ts"].startswith("2024-04-30T19:00:00")

@@ -158,9 +158,10 @@ class StatusOutput(OpOutput):
 
 @op("erasure.status", role="org_admin", kind="read", mcp="all")
 def status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
-    """One erasure job of the org: its state and what it has tombstoned and removed so far."""
+    """One erasure job of the org (of its namespace, for a token bound to one): its state and
+    what it has tombstoned and removed so far."""
     with read_connection(ctx.deps.pool) as conn:
-        job = jobs.get_job(conn, inp.org, inp.job_id)
+        job = jobs.get_job(conn, inp.org, inp.job_id, namespace=ctx.caller.namespace)
     return StatusOutput(found=job is not None, job=_job_out(job) if job else None)
 
 
@@ -196,8 +197,12 @@ def _decode(cursor: str) -> tuple[int, list[Any]]:
         ):
             raise ValueError("shape")
     except (ValueError, TypeError, binascii.Error, RecursionError) as exc:
-        raise BadRequestError("cursor is not one erasure.export returned") from exc
+        raise _not_a_cursor() from exc
     return table, key
+
+
+def _not_a_cursor() -> BadRequestError:
+    return BadRequestError("cursor is not one erasure.export returned")
 
 
 @op("erasure.export", role="org_admin", kind="read", audited=True, mcp="all")
@@ -209,6 +214,8 @@ def export(inp: ExportInput, ctx: OpContext) -> ExportOutput:
     tables: dict[str, list[dict[str, Any]]] = {}
     left, next_cursor = inp.limit, None
     with read_connection(ctx.deps.pool) as conn:
+        if after is not None and not erasure_export.key_fits(conn, EXPORTED[index], after):
+            raise _not_a_cursor()
         while index < len(EXPORTED):
             table = EXPORTED[index]
             rows = erasure_export.export_page(

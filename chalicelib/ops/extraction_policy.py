@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import StringConstraints
 
-from chalicelib.auth import ME
-from chalicelib.errors import BadRequestError, ConflictError
+from chalicelib.auth import ME, Caller
+from chalicelib.errors import BadRequestError, ConflictError, ForbiddenError
 from chalicelib.ops.common import Name, OpInput, OpOutput
 from chalicelib.registry import OpContext, op
 from chalicelib.store import extraction_policies as store
@@ -20,14 +20,23 @@ class ScopeInput(OpInput):
     scope: Literal["org", "namespace"]
     namespace: Annotated[str, StringConstraints(max_length=256)] = ""
 
-    def target(self) -> str:
-        """The namespace column of the scope ('' for the org's own policy)."""
+    def target(self, caller: Caller) -> str:
+        """The namespace column of the scope ('' for the org's own policy); a token bound to a
+        namespace reaches that namespace's policy only."""
+        bound = caller.namespace
         if self.scope == "org":
+            if bound is not None:
+                raise ForbiddenError(
+                    f"this token is bound to namespace {bound!r}; the org's policy needs a token"
+                    " of the whole org"
+                )
             return store.ORG_SCOPE  # an MCP session fills namespace in; it is ignored here
         if not self.namespace:
             raise BadRequestError("scope namespace needs namespace")
         if self.namespace == ME:
             raise BadRequestError('"@me" is not a scope: name the personal collection')
+        if bound is not None and self.namespace != bound:
+            raise ForbiddenError(f"this token is bound to namespace {bound!r}")
         return self.namespace
 
 
@@ -46,7 +55,7 @@ class PolicyOutput(OpOutput):
 @op("extraction_policy.set", role="org_admin", kind="idempotent", audited=True, mcp="unlisted")
 def policy_set(inp: SetInput, ctx: OpContext) -> PolicyOutput:
     """Set the org's policy or a namespace's addition to it."""
-    target = inp.target()
+    target = inp.target(ctx.caller)
     cap = ctx.live().extraction_policy_max_namespaces
     with ctx.deps.pool.connection() as conn:
         policies = store.all_policies(conn)
@@ -80,7 +89,7 @@ class ClearOutput(OpOutput):
 @op("extraction_policy.clear", role="org_admin", kind="idempotent", audited=True, mcp="unlisted")
 def policy_clear(inp: GetInput, ctx: OpContext) -> ClearOutput:
     """Remove one scope's policy (clearing a namespace's leaves the org's in force)."""
-    target = inp.target()
+    target = inp.target(ctx.caller)
     with ctx.deps.pool.connection() as conn:
         cleared = store.clear_policy(conn, inp.org, target)
     if cleared:
@@ -89,7 +98,7 @@ def policy_clear(inp: GetInput, ctx: OpContext) -> ClearOutput:
 
 
 def _describe(inp: ScopeInput, ctx: OpContext) -> PolicyOutput:
-    target = inp.target()
+    target = inp.target(ctx.caller)
     with ctx.deps.pool.connection() as conn:
         policies = store.all_policies(conn)
     own = policies.get((inp.org, target), "")

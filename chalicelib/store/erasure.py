@@ -26,7 +26,7 @@ class ErasedTable:
     user_columns: tuple[str, ...]  # a row whose column equals the user belongs to that user
     tombstone: str | None  # the column an erasure stamps; None: its rows are removed at once
     key: tuple[str, ...]  # the primary key: export pages by it
-    by_brief_key: bool = False  # a brief bounded to a user is keyed ~<user>~...
+    by_brief_key: bool = False  # a brief bounded to a user is keyed ~<user>~[<session>~]<key>
     exported: bool = True
 
     @property
@@ -119,8 +119,13 @@ def subject_match(table: ErasedTable, s: Subject, alias: str) -> sql.Composable:
         owner: list[sql.Composable] = [
             sql.SQL("{}.{} = %(user)s").format(a, sql.Identifier(col)) for col in table.user_columns
         ]
-        if table.by_brief_key:
-            owner.append(sql.SQL("starts_with({}.brief_key, %(brief_prefix)s)").format(a))
+        if table.by_brief_key:  # the key's first ~ part is its user: ~a~b~k is user a's
+            owner.append(
+                sql.SQL(
+                    "(starts_with({a}.brief_key, %(brief_prefix)s)"
+                    " AND split_part({a}.brief_key, '~', 2) = %(user)s)"
+                ).format(a=a)
+            )
         owner.append(sql.SQL("{}.namespace = %(personal)s").format(a))
         parts.append(sql.SQL("({})").format(sql.SQL(" OR ").join(owner)))
     return sql.SQL(" AND ").join(parts)

@@ -22,6 +22,41 @@ def exported_columns(conn: Connection, table: ErasedTable) -> list[str]:
     return [r[0] for r in rows]
 
 
+# The key column types a cursor value stands for: integers by their range, and text.
+_INTEGER_BITS = {"int2": 16, "int4": 32, "int8": 64}
+_TEXT_TYPES = ("text", "varchar", "bpchar")
+CURSOR_TYPES = (*_INTEGER_BITS, *_TEXT_TYPES)
+
+
+def key_types(conn: Connection, table: ErasedTable) -> list[str]:
+    """The type (udt_name) of each column of the table's primary key, in key order."""
+    schema, name = table.name.split(".")
+    rows = conn.execute(
+        "SELECT column_name, udt_name FROM information_schema.columns WHERE table_schema = %s"
+        " AND table_name = %s AND column_name = ANY(%s)",
+        (schema, name, list(table.key)),
+    ).fetchall()
+    types = {r[0]: r[1] for r in rows}
+    return [types[k] for k in table.key]
+
+
+def _fits(value: Any, udt: str) -> bool:
+    if udt in _INTEGER_BITS:
+        bound = 2 ** (_INTEGER_BITS[udt] - 1)
+        return isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound
+    if udt in _TEXT_TYPES:
+        return isinstance(value, str) and "\x00" not in value
+    return False
+
+
+def key_fits(conn: Connection, table: ErasedTable, values: list[Any]) -> bool:
+    """Whether `values` can be a primary key of `table`: one value of each key column's type."""
+    types = key_types(conn, table)
+    return len(values) == len(types) and all(
+        _fits(v, udt) for v, udt in zip(values, types, strict=True)
+    )
+
+
 def export_page(
     conn: Connection,
     table: ErasedTable,

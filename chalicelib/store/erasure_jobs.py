@@ -61,11 +61,16 @@ def open_job(
     return existing, False
 
 
-def get_job(conn: Connection, org: str, job_id: str) -> dict[str, Any] | None:
+def get_job(
+    conn: Connection, org: str, job_id: str, *, namespace: str | None = None
+) -> dict[str, Any] | None:
+    """The org's job; with `namespace`, only a job whose subject is that one namespace (the
+    only subject a token bound to it can name)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            f"SELECT {_JOB} FROM loom.erasure_jobs WHERE org = %s AND job_id = %s",
-            (org, job_id),
+            f"SELECT {_JOB} FROM loom.erasure_jobs WHERE org = %s AND job_id = %s"
+            " AND (%s::text IS NULL OR namespaces = ARRAY[%s::text])",
+            (org, job_id, namespace, namespace),
         ).fetchone()
 
 

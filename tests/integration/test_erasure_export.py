@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from chalicelib.ops.erasure import EXPORTED
+from chalicelib.store.erasure_export import CURSOR_TYPES, key_types
 from tests.integration.test_conversation_support import NS
 from tests.integration.test_erasure_support import ANN, BOB, MARK, open_world
 
@@ -122,3 +124,43 @@ def test_a_cursor_export_did_not_return_is_a_400(world, cursor):
     )
     assert status == 400, out
     assert "cursor" in out["error"]["message"]
+
+
+def _cursor(table: str, key: list) -> str:
+    index = [t.name for t in EXPORTED].index(table)
+    return base64.urlsafe_b64encode(json.dumps([index, key]).encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ("loom.conversations", [1, 2, 3, 4]),  # text columns
+        ("loom.memory_versions", ["ns", "u", "k", "x"]),  # version is an integer
+        ("loom.memory_versions", ["ns", "u", "k", 2**31]),  # past the integer's range
+        ("loom.memory_evidence", ["abc"]),  # id is a bigint
+        ("loom.memory_evidence", [2**63]),
+        ("loom.memory_extraction_queue", [5]),  # queue_id is text
+        ("loom.session_briefs", ["ns", "a\x00b"]),  # no text column holds a NUL
+    ],
+)
+def test_a_cursor_whose_values_do_not_fit_the_tables_key_is_a_400(world, table, key):
+    """GIVEN a cursor of the right shape whose values are not of its table's key types
+    WHEN it is sent as the cursor
+    THEN the export answers 400 naming the cursor.
+    """
+    status, out = world.t.post(
+        "erasure.export", kind="user", user_id=ANN, cursor=_cursor(table, key), namespace=None
+    )
+    assert status == 400, out
+    assert "cursor" in out["error"]["message"]
+
+
+def test_every_exported_key_column_is_of_a_type_a_cursor_carries(pool):
+    """GIVEN the exported tables
+    WHEN their primary-key columns' types are read from the catalogue
+    THEN each is a type a cursor value is checked against, so a cursor the export returned
+    always fits its table.
+    """
+    with pool.connection() as conn:
+        types = {t.name: key_types(conn, t) for t in EXPORTED}
+    assert {t: u for t, us in types.items() for u in us if u not in CURSOR_TYPES} == {}

@@ -143,6 +143,36 @@ def test_at_me_is_refused_as_a_scope_even_with_a_user_id(m):
     assert _get(m)["namespace_policies"] == []
 
 
+def test_a_namespace_bound_org_admin_reaches_its_own_namespace_policy_only(m):
+    """GIVEN an org policy, a policy for NS2 and an org_admin token bound to NS
+    WHEN that token reads, sets and clears the org scope (with and without a namespace), and
+    sets, reads and clears NS's policy
+    THEN every org-scope call is refused (403) naming no namespace policy, the org's policy
+    and NS2's are unchanged, and the token manages NS's policy.
+    """
+    _set(m, ORG_POLICY)
+    _set(m, NS_POLICY, scope="namespace", namespace=NS2)
+    bound = m.token("org_admin", namespace=NS)
+
+    for namespace in ({}, {"namespace": NS}):
+        status, data = m.admin("extraction_policy.get", token=bound, scope="org", **namespace)
+        assert status == 403, data
+        assert NS2 not in str(data)
+        status, data = _set(m, "Store everything.", token=bound, **namespace)
+        assert status == 403, data
+        status, data = m.admin("extraction_policy.clear", token=bound, scope="org", **namespace)
+        assert status == 403, data
+    assert _get(m)["policy"] == ORG_POLICY
+    assert _get(m)["namespace_policies"] == [NS2]
+
+    assert _set(m, "A", scope="namespace", namespace=NS, token=bound)[0] == 200
+    status, own = m.admin("extraction_policy.get", token=bound, scope="namespace", namespace=NS)
+    assert status == 200 and own["namespace_policies"] == [], own
+    assert (own["policy"], own["effective"]) == ("A", f"{ORG_POLICY}\n\nA")
+    assert _clear(m, "namespace", NS, token=bound)[1]["cleared"] is True
+    assert _get(m, "namespace", NS2)["policy"] == NS_POLICY
+
+
 def test_one_namespace_policy_more_than_the_cap_is_refused(m, pool):
     """GIVEN extraction_policy_max_namespaces set live to 2 and two namespace policies
     WHEN a third namespace's policy is set, an existing one changed and the org's set

@@ -159,32 +159,34 @@ def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     event_chars = sum(len(e.text) for e in inp.events)
     stats = SessionBriefStats(events=len(inp.events), event_chars=event_chars)
 
-    def unchanged(reason: str, author: str = "") -> SaveOutput:
+    def unchanged(reason: str, brief: dict[str, Any] | None) -> SaveOutput:
+        """The answer of a save that writes nothing: the brief as it stands."""
         return SaveOutput(
             brief_key=shown,
-            revision=live["revision"] if live else 0,
+            revision=brief["revision"] if brief else 0,
             changed=False,
-            author=author,
+            author=brief["author"] if brief and reason == "already-saved" else "",
             reason=reason,
-            rendered=live["rendered"] if live else "",
+            rendered=brief["rendered"] if brief else "",
             stats=stats,
         )
 
     if inp.trigger in AUTOMATIC_TRIGGERS and not recording:
-        return unchanged("recording_off")
+        return unchanged("recording_off", live)
     if not inp.events and inp.sections is None:
-        return unchanged("nothing-to-save")
+        return unchanged("nothing-to-save", live)
     if _is_retry(live, inp):
-        return unchanged("already-saved", live["author"] if live else "")
+        return unchanged("already-saved", live)
     stored = BriefSections.model_validate(live["sections"]) if live else BriefSections()
     policy = deps.extraction_policy(inp.org, inp.namespace)
+    condensed = inp.events if inp.sections is None else []
     if inp.sections is not None:
         new, author = merge(stored, inp.sections), "model"
     else:
         revised = _revise_from_events(ctx, inp, stored, stats, policy)
         if revised is None:
-            return unchanged("not-revised")
-        new, author = revised
+            return unchanged("not-revised", live)
+        new, author, condensed = revised
     client_summary = _client_summary(inp.events) if policy is None else None
     with deps.pool.connection() as conn:
         locked = store.lock_brief(conn, inp.org, inp.namespace, key)
@@ -195,10 +197,13 @@ def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
                 f"brief {shown!r} is at revision {revision}, not {inp.if_revision}; reload it"
             )
         if _is_retry(locked_live, inp):
-            return unchanged("already-saved", locked_live["author"] if locked_live else "")
-        if locked_live and live and locked_live["revision"] != live["revision"]:
-            new = _rebase(new, stored, BriefSections.model_validate(locked_live["sections"]))
-        row = _next_row(inp, caller, key, revision + 1, new, author, locked_live, client_summary)
+            return unchanged("already-saved", locked_live)
+        if _landed_meanwhile(live, locked_live):  # a save, a first save or a delete
+            now = locked_live["sections"] if locked_live else {}
+            new = _rebase(new, stored, BriefSections.model_validate(now))
+        row = _next_row(
+            inp, caller, key, revision + 1, new, author, locked_live, client_summary, condensed
+        )
         store.write_brief(conn, inp.org, inp.namespace, row)
     stats.brief_chars = len(row["rendered"])
     return SaveOutput(
@@ -228,8 +233,9 @@ def _revise_from_events(
     stored: BriefSections,
     stats: SessionBriefStats,
     policy: str | None,
-) -> tuple[BriefSections, str] | None:
-    """The model's revision, or the deterministic builder's; None when neither may run."""
+) -> tuple[BriefSections, str, list[BriefEvent]] | None:
+    """The model's revision, or the deterministic builder's, and the events it condensed (the
+    model reads the last windows only); None when neither may run."""
     live = ctx.live()
     llm = ctx.deps.llm
     use_llm = live.session_brief_llm if inp.use_llm is None else inp.use_llm
@@ -243,14 +249,14 @@ def _revise_from_events(
         stats.tokens_in, stats.tokens_out = result.tokens_in, result.tokens_out
         stats.model = model or llm.name
         if result.failed < result.windows:
-            return result.sections, "llm"
+            return result.sections, "llm", [e for chunk in chunks for e in chunk]
         if policy is not None:
             raise UnavailableError(
                 "every model call revising this brief failed; send the same events again"
             )
     if policy is not None:
         return None  # the builder never runs under an operator's extraction policy
-    return merge(stored, build(stored, inp.events)), "deterministic"
+    return merge(stored, build(stored, inp.events)), "deterministic", inp.events
 
 
 def _client_summary(events: list[BriefEvent]) -> str | None:
@@ -259,10 +265,27 @@ def _client_summary(events: list[BriefEvent]) -> str | None:
     return summaries[-1][:CLIENT_SUMMARY_CHARS] if summaries else None
 
 
+def _landed_meanwhile(read: dict[str, Any] | None, locked: dict[str, Any] | None) -> bool:
+    """Whether the brief under the lock is not the one this save read: another save landed
+    (or created it), or it was deleted."""
+    if read is None or locked is None:
+        return (read is None) != (locked is None)
+    return (read["revision"], read["sections"]) != (locked["revision"], locked["sections"])
+
+
 def _rebase(new: BriefSections, read: BriefSections, locked: BriefSections) -> BriefSections:
-    """A save that landed meanwhile keeps its accumulated items: re-apply ours on top."""
-    added = {n: [i for i in getattr(new, n) if i not in getattr(read, n)] for n in ACCUMULATING}
-    return merge(locked, new.model_copy(update=added))
+    """This save's own changes (the items it added, the sections it rewrote) applied to the
+    brief as it now stands: what landed meanwhile keeps its accumulated items and any section
+    this save left as it read it, and a brief deleted meanwhile gets nothing of the text it
+    held back."""
+    own: dict[str, Any] = {}
+    for name in BriefSections.model_fields:
+        mine, before = getattr(new, name), getattr(read, name)
+        if name in ACCUMULATING:
+            own[name] = [i for i in mine if i not in before]
+        else:
+            own[name] = mine if mine != before else type(mine)()
+    return merge(locked, BriefSections.model_validate(own))
 
 
 def _next_row(
@@ -274,12 +297,12 @@ def _next_row(
     author: str,
     live: dict[str, Any] | None,
     client_summary: str | None,
+    condensed: list[BriefEvent],
 ) -> dict[str, Any]:
     prev: dict[str, Any] = live or {}
     sessions = [s for s in prev.get("source_sessions", []) if s != inp.session_id]
     if inp.session_id not in ("", "-"):
         sessions.append(inp.session_id)
-    condensed = inp.sections is None
     return {
         "brief_key": key,
         "revision": revision,
@@ -294,9 +317,8 @@ def _next_row(
         "trigger": inp.trigger,
         "actor": _actor(caller),
         "source_sessions": sessions[-SOURCE_SESSIONS_KEPT:],
-        "events_total": prev.get("events_total", 0) + (len(inp.events) if condensed else 0),
-        "source_chars": prev.get("source_chars", 0)
-        + (sum(len(e.text) for e in inp.events) if condensed else 0),
+        "events_total": prev.get("events_total", 0) + len(condensed),
+        "source_chars": prev.get("source_chars", 0) + sum(len(e.text) for e in condensed),
         "last_session_id": inp.session_id,
         "last_event_cursor": inp.event_cursor,
         "client_summary": client_summary

@@ -118,8 +118,13 @@ def find_briefs(
 ) -> list[dict[str, Any]]:
     """Live briefs, newest first, filtered; `key_prefix` bounds a user's or session's view."""
     conds = [sql.SQL("org = %(org)s AND namespace = %(ns)s AND deleted_at IS NULL")]
-    if key_prefix is not None:
-        conds.append(sql.SQL("starts_with(brief_key, %(prefix)s)"))
+    if key_prefix is not None:  # the prefix's own briefs: ~u~ is not also ~u~<session>~
+        conds.append(
+            sql.SQL(
+                "starts_with(brief_key, %(prefix)s)"
+                " AND strpos(substr(brief_key, char_length(%(prefix)s) + 1), '~') = 0"
+            )
+        )
     if project:
         conds.append(sql.SQL("project = %(project)s"))
     if agent is not None:

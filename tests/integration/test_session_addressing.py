@@ -119,6 +119,34 @@ def test_a_namespace_wide_token_lists_the_prefixed_key_and_addresses_it(b, pool)
     assert b.list()["briefs"] == []
 
 
+def test_a_user_token_does_not_see_its_sessions_briefs_under_a_key_it_cannot_send(b, pool):
+    """GIVEN brief 'notes' saved by a token bounded to user u1's session s1, and brief 'plan'
+    by a token bounded to user u1
+    WHEN the user token lists, and gets the newest brief with no key
+    THEN it sees 'plan' only: never the session's brief as 's1~notes', a key it cannot send."""
+    session = b.token("writer", read_scope="own_session")
+    in_session = {"token": session, "brief_key": "notes", "user_id": "u1", "session_id": "s1"}
+    b.save(**in_session, sections={"goal": "N"})
+    user = b.token("writer", read_scope="own_user", read_user_id="u1")
+    b.save(token=user, brief_key="plan", sections={"goal": "P"})
+    b.save(**in_session, sections={"goal": "N2"})  # the session's brief is now the newest
+    assert stored_keys(pool, b.org) == ["~u1~plan", "~u1~s1~notes"]
+    assert [x["brief_key"] for x in b.list(token=user)["briefs"]] == ["plan"]
+    assert b.get(token=user)["brief_key"] == "plan"
+
+
+def test_a_user_token_deletes_its_own_brief_not_the_namespaces_of_the_same_name(b, pool):
+    """GIVEN a namespace-wide brief 'notes' and user u1's own brief 'notes'
+    WHEN a token bounded to u1 deletes 'notes'
+    THEN u1's brief is deleted and the namespace-wide one stays live."""
+    b.save(brief_key="notes", sections={"goal": "everyone's"})
+    user = b.token("writer", read_scope="own_user", read_user_id="u1")
+    b.save(token=user, brief_key="notes", sections={"goal": "mine"})
+    assert b.delete(token=user, brief_key="notes")["deleted"] is True
+    live = {r["brief_key"]: r["deleted_at"] is None for r in brief_rows(pool, b.org)}
+    assert live == {"notes": True, "~u1~notes": False}
+
+
 @pytest.mark.parametrize("scope", ["own_user", "own_session"])
 def test_a_bounded_token_cannot_send_a_tilde_key(b, pool, scope):
     """GIVEN a token bounded to one user (or session)

@@ -7,7 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from chalicelib.deps import utcnow
-from tests.integration.test_session_support import Briefs, ev
+from tests.integration.test_session_support import (
+    Briefs,
+    RecordingLLM,
+    ev,
+    live_setting,
+    sections_json,
+)
 
 
 @pytest.fixture
@@ -195,3 +201,20 @@ def test_a_session_saving_again_moves_to_the_end_of_source_sessions(b):
         b.save(brief_key="k", session_id=s, sections={"status": s})
 
     assert b.get(brief_key="k")["source_sessions"] == ["s2", "s1"]
+
+
+def test_events_total_counts_only_the_events_the_model_read(b, deps, pool):
+    """GIVEN six events of about 500 characters, windows of 1,000 characters and at most one
+    window read by the model
+    WHEN they are saved THEN events_total and source_chars count the events of that last
+    window only, not all six."""
+    events = [ev("user", f"step {i} " + "y" * 480) for i in range(6)]
+    deps._llm = RecordingLLM(reply=sections_json(status="revised"))
+    with live_setting(pool, session_brief_window_chars="1000", session_brief_max_windows="1"):
+        out = b.save(brief_key="k", events=events)
+    assert out["author"] == "llm"
+    read = [e for e in events if e["text"] in deps._llm.calls[-1]["user"]]
+    assert 0 < len(read) < len(events)
+    got = b.get(brief_key="k")
+    assert got["events_total"] == len(read)
+    assert got["source_chars"] == sum(len(e["text"]) for e in read)

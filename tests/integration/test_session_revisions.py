@@ -204,3 +204,62 @@ def test_two_concurrent_saves_without_if_revision_both_land_keeping_both_decisio
     s = b.get(brief_key="k", include_sections=True)["sections"]
     assert sorted(s["decisions"]) == ["decision of racer one", "decision of racer two"]
     assert s["goal"] == "start"
+
+
+def test_a_brief_deleted_while_a_save_runs_gets_back_none_of_its_text(b, deps, pool):
+    """GIVEN a brief with a goal and a decision, and a save whose model call runs while the
+    brief is deleted (the model carries the old goal and decision into its revision and adds
+    one decision)
+    WHEN the save lands after the delete
+    THEN the brief it writes holds only what the save added: revision 1, the new decision, and
+    nothing of the deleted goal or decision."""
+    b.save(brief_key="k", sections={"goal": "SECRET goal", "decisions": ["SECRET decision"]})
+
+    def reply(user: str) -> str:
+        assert b.delete(brief_key="k")["deleted"] is True
+        return sections_json(goal="SECRET goal", decisions=["SECRET decision", "new decision"])
+
+    deps._llm = RecordingLLM(reply=reply)
+    out = b.save(brief_key="k", session_id="s2", events=[ev("user", "carry on")])
+    got = b.get(brief_key="k", include_sections=True)
+    assert (out["revision"], got["revision"]) == (1, 1)
+    assert got["sections"]["decisions"] == ["new decision"] and got["sections"]["goal"] == ""
+    assert "SECRET" not in got["rendered"]
+
+
+def test_a_first_save_that_lands_while_another_runs_keeps_both_decisions(b, deps, pool):
+    """GIVEN no brief 'k', and a save whose model call runs while another save creates 'k'
+    with its own decision
+    WHEN the first save lands
+    THEN it lands as revision 2 on top of the other, and the brief keeps both decisions."""
+
+    def reply(user: str) -> str:
+        b.save(brief_key="k", sections={"decisions": ["inner decision"]})
+        return sections_json(decisions=["outer decision"])
+
+    deps._llm = RecordingLLM(reply=reply)
+    out = b.save(brief_key="k", session_id="s1", events=[ev("user", "outer")])
+    got = b.get(brief_key="k", include_sections=True)
+    assert out["revision"] == got["revision"] == 2
+    assert sorted(got["sections"]["decisions"]) == ["inner decision", "outer decision"]
+
+
+def test_a_retry_caught_under_the_lock_answers_the_stored_revision(b, deps, pool):
+    """GIVEN a brief at revision 1, and two identical saves (same session and event cursor)
+    whose model calls are held until both have read the brief
+    WHEN they run at once
+    THEN one lands as revision 2; the other is a retry that writes nothing and answers the
+    stored brief (revision 2, its text), so an if_revision taken from it holds."""
+    b.save(brief_key="k", sections={"goal": "start"})
+    body = {"namespace": NS, "agent": "a1", "brief_key": "k", "session_id": "s1",
+            "event_cursor": "c-7", "events": [ev("user", "the same events")]}  # fmt: skip
+    deps._llm = RecordingLLM(barrier=threading.Barrier(2))
+    results = _concurrent_saves(deps, b.org, [body, dict(body)])
+    assert all(isinstance(r, dict) for r in results), results
+    landed = [r for r in results if r["changed"]]
+    retried = [r for r in results if not r["changed"]]
+    assert len(landed) == 1 and len(retried) == 1
+    assert retried[0]["reason"] == "already-saved"
+    assert retried[0]["revision"] == landed[0]["revision"] == 2
+    assert retried[0]["rendered"] == landed[0]["rendered"]
+    assert len(revision_rows(pool, b.org, "k")) == 2

@@ -21,14 +21,15 @@ def store_turns(
     turns: list[tuple[int, str, str, str, datetime]],
 ) -> list[int]:
     """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order. A
-    replay of the same request finds its turns already stored and gets their ids."""
+    replay of the same request (by the same user) finds its turns already stored and gets
+    their ids."""
     rows = conn.execute(
         "INSERT INTO loom.memory_evidence (org, namespace, user_id, agent, session_id,"
         " request_id, idx, role, name, content, ts)"
         " SELECT %s, %s, %s, %s, %s, %s, t.idx, t.role, t.name, t.content, t.ts"
         " FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
         " WITH ORDINALITY AS t(idx, role, name, content, ts, ord) ORDER BY t.ord"
-        " ON CONFLICT (org, namespace, request_id, idx) DO UPDATE SET idx = EXCLUDED.idx"
+        " ON CONFLICT (org, namespace, user_id, request_id, idx) DO UPDATE SET idx = EXCLUDED.idx"
         " RETURNING id",
         (
             org,
@@ -83,7 +84,7 @@ def evidence_for(
         return cur.execute(
             "SELECT l.version, l.span, e.id AS evidence_id, e.role, e.name, e.content, e.ts,"
             " e.session_id, e.request_id, e.idx FROM loom.memory_evidence_links l"
-            " JOIN loom.memory_evidence e ON e.id = l.evidence_id"
+            " JOIN loom.memory_evidence e ON e.id = l.evidence_id AND e.user_id = l.user_id"
             " WHERE l.org = %s AND l.namespace = %s AND l.user_id = %s AND l.key = %s"
             " ORDER BY l.version DESC, e.idx",
             (org, namespace, user_id, key),

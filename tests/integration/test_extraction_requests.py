@@ -196,3 +196,23 @@ def test_a_failure_in_a_later_segment_writes_nothing_from_the_earlier_ones(m, de
 
     assert status == 502 and data["error"]["code"] == "EXTRACTION_FAILED", data
     assert memory_rows(pool, m.org) == []
+
+
+def test_two_users_sending_one_request_id_each_keep_their_own_turns(m, deps):
+    """GIVEN tokens pinned to users u1 and u2, and an extraction by each with the same
+    request_id (u1's turn names a secret project, u2's says it likes tea)
+    WHEN u2 asks memory.evidence for its fact and memory.recall for "tea"
+    THEN u2 gets its own turn both ways and never u1's sentence."""
+    u1 = m.token("writer", read_scope="own_user", read_user_id="u1")
+    u2 = m.token("writer", read_scope="own_user", read_user_id="u2")
+    secret = turns(("user", "My secret project is Bluebird."))
+    tea = turns(("user", "I like tea."))
+    scripted(deps, reply(fact("user", "project", "The project is Bluebird.", indices=[0])))
+    m.extract_ok(secret, token=u1, request_id="r1")
+    scripted(deps, reply(fact("user", "drink", "The user likes tea.", indices=[0])))
+    m.extract_ok(tea, token=u2, request_id="r1")
+
+    evidence = m.ok("memory.evidence", token=u2, key="user/drink")["turns"]
+    assert [t["content"] for t in evidence] == ["I like tea."]
+    recalled = m.ok("memory.recall", token=u2, query="tea")
+    assert "I like tea." in str(recalled) and "Bluebird" not in str(recalled)

@@ -67,11 +67,13 @@ def retry_later(
     conn: Connection, queue_id: str, *, delay_seconds: float, error: str, spend_attempt: bool,
     max_attempts: int,
 ) -> str:  # fmt: skip
-    """Back to pending after `delay_seconds`, or failed once attempts run out; the new status."""
+    """Back to pending after `delay_seconds`, or failed once a spent attempt runs them out (one
+    not spent never fails a job, even one retried past its attempts); the new status."""
     row = conn.execute(
         "UPDATE loom.memory_extraction_queue SET"
         " attempts = attempts + %(spend)s::int,"
-        " status = CASE WHEN attempts + %(spend)s::int >= %(max)s THEN 'failed' ELSE 'pending' END,"
+        " status = CASE WHEN %(spend)s::int = 1 AND attempts + 1 >= %(max)s THEN 'failed'"
+        "  ELSE 'pending' END,"
         " not_before = clock_timestamp() + make_interval(secs => %(delay)s),"
         " last_error = %(error)s, lease_until = NULL, updated_at = now()"
         " WHERE queue_id = %(id)s RETURNING status",

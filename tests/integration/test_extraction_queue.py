@@ -204,6 +204,25 @@ def test_an_unreachable_provider_spends_no_attempt(deps, org, queue, pool):
     assert _status(pool, qid) == ("pending", 0)
 
 
+def test_an_unreachable_provider_never_fails_a_job_retried_past_its_attempts(
+    deps, org, queue, pool
+):
+    """GIVEN a job that failed after its 8 attempts and was accepted for one more (status
+    pending again, attempts still 8)
+    WHEN its replay finds the provider unreachable
+    THEN it waits (pending, 8 attempts): an attempt not spent never fails a job."""
+    qid = _defer(local_caller(org), deps, "mist")["queue_id"]
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET attempts = 8, status = 'pending',"
+            " not_before = now() WHERE queue_id = %s",
+            (qid,),
+        )
+    deps._llm = ScriptedLLM(replies=deque([LLMUnavailableError("connection refused")]))
+    assert process_job(deps, qid) == "retry"
+    assert _status(pool, qid) == ("pending", 8)
+
+
 def test_status_ops_answer_only_the_callers_own_batches(api, deps, org, queue):
     mine = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-a"))
     theirs = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-b"))

@@ -34,12 +34,20 @@ def _listed(spec: OpSpec, toolset: str) -> bool:
     return spec.mcp == "core" or (toolset == "all" and spec.mcp == "all")
 
 
+def _input_schema(spec: OpSpec) -> dict[str, Any]:
+    """The op's input schema without the fields its model keeps off MCP (`mcp_hidden`)."""
+    schema = spec.input_model.model_json_schema()
+    for name in getattr(spec.input_model, "mcp_hidden", ()):
+        schema.get("properties", {}).pop(name, None)
+    return schema
+
+
 def _tool(spec: OpSpec) -> dict[str, Any]:
     doc = (spec.fn.__doc__ or spec.name).strip().splitlines()[0]
     return {
         "name": tool_name(spec.name),
         "description": doc,
-        "inputSchema": spec.input_model.model_json_schema(),
+        "inputSchema": _input_schema(spec),
         "outputSchema": output_schema(spec),
         "annotations": {
             "readOnlyHint": spec.kind == "read",

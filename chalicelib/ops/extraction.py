@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import UTC, date, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
@@ -42,6 +42,8 @@ class Message(OpInput):
 
 
 class SetFromMessagesInput(MemoryScoped):
+    # Filled by the capture plugins and the deferred queue, not by a model: not in the MCP schema.
+    mcp_hidden: ClassVar[tuple[str, ...]] = ("session_values", "request_id")
     messages: Annotated[list[Message], Field(min_length=1, max_length=400)]
     last_messages: Annotated[list[Message], Field(max_length=20)] = Field(default_factory=list)
     observation_date: date | None = None
@@ -50,7 +52,8 @@ class SetFromMessagesInput(MemoryScoped):
     ] = Field(default_factory=list)
     extraction_instructions: Annotated[str, StringConstraints(max_length=MAX_INSTRUCTIONS)] = ""
     record_schema: dict[str, Any] | None = None
-    memory_key: Annotated[str, StringConstraints(max_length=300)] = ""
+    # A record's key, bounded as every memory key is ("" when no record is asked for).
+    memory_key: Annotated[str, StringConstraints(max_length=300, pattern=r"^([^\s\x00]+)?$")] = ""
     valid_at: Moment | None = None
     recalled_keys: Annotated[list[Short], Field(max_length=200)] = Field(default_factory=list)
     session_values: Annotated[list[Short], Field(max_length=100)] = Field(default_factory=list)
@@ -169,9 +172,14 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         pipeline_errors=run.pipeline_errors,
         under_operator_policy=policy is not None,
     )
-    if inp.agent_learnings and not live.memory_extract_agent_learnings:
-        out._not_applied.append("agent_learnings")  # only the setting turns it on
+    _name_unapplied(inp, ctx, out)
     return out
+
+
+def _name_unapplied(inp: SetFromMessagesInput, ctx: OpContext, out: SetFromMessagesOutput) -> None:
+    """Name in ignored_args what the request asked for and the settings do not allow."""
+    if inp.agent_learnings and not ctx.live().memory_extract_agent_learnings:
+        out._not_applied.append("agent_learnings")  # only the setting turns it on
 
 
 def _deferral(inp: SetFromMessagesInput, ctx: OpContext) -> str | None:
@@ -210,9 +218,11 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
             },
         )
     ctx.deps.queue.send(queue_id)
-    return SetFromMessagesOutput(
+    out = SetFromMessagesOutput(
         written=[], deferred=True, deferred_by=deferred_by, queue_id=queue_id
     )
+    _name_unapplied(inp, ctx, out)
+    return out
 
 
 def _store_evidence(run: Run, now: datetime) -> None:

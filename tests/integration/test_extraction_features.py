@@ -332,6 +332,31 @@ def test_a_chunk_or_digest_that_reads_as_high_is_stored_but_never_embedded(m, de
     assert len(audit_rows(pool, m.org, "memory.sensitive_read")) == 1
 
 
+def test_a_deferred_request_names_agent_learnings_too_while_the_setting_is_off(m, deps):
+    """GIVEN memory_extract_agent_learnings off (the default)
+    WHEN a deferred request sends agent_learnings true
+    THEN the answer (deferred) names it in ignored_args, as an inline one does."""
+    body = {"namespace": NS, "agent": "bot", "messages": SAID, "agent_learnings": True,
+            "defer": True}  # fmt: skip
+    status, data, _ = m.api.raw(
+        "memory.set_from_messages", json.dumps(body), token=m.tokens["writer"]
+    )
+    assert status == 200 and data["deferred"] is True, data
+    assert "agent_learnings" in data["ignored_args"]
+
+
+def test_a_record_key_is_bounded_as_every_memory_key_is(m, deps):
+    """GIVEN a typed record asked for under a key holding a space
+    WHEN the request is sent THEN it answers 422 and nothing is written (a key memory.get
+    could never read back)."""
+    body = {"namespace": NS, "agent": "bot", "messages": SAID, "memory_key": "rec a",
+            "record_schema": {"properties": {"a": {"type": "string"}}}}  # fmt: skip
+    status, data, _ = m.api.raw(
+        "memory.set_from_messages", json.dumps(body), token=m.tokens["writer"]
+    )
+    assert status == 422, data
+
+
 def test_agent_learnings_true_while_the_setting_is_off_is_ignored_and_named(m, deps):
     """GIVEN memory_extract_agent_learnings off (the default)
     WHEN a request sends agent_learnings true

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from chalicelib.auth import mint_token
+from chalicelib.mcp import list_tools
 
 
 def _mcp(client, token, message, query="", **headers):
@@ -88,3 +89,13 @@ def test_a_session_id_that_cannot_be_stored_is_no_session(client, deps, org):
                "params": {"name": "loom_system_whoami", "arguments": {}}}  # fmt: skip
     status, body = _mcp(client, token, message, **{"Mcp-Session-Id": "abc\u0000def"})
     assert status == 200 and body["result"]["isError"] is False, body
+
+
+def test_session_values_and_the_replay_id_are_not_in_the_mcp_schema():
+    """GIVEN the MCP tool listing WHEN memory.set_from_messages is read from it
+    THEN its input schema offers the messages but not session_values (the spec keeps them off
+    MCP) nor the deferred queue's request_id."""
+    (tool,) = [t for t in list_tools("core") if t["name"] == "loom_memory_set_from_messages"]
+    offered = tool["inputSchema"]["properties"]
+    assert "messages" in offered
+    assert "session_values" not in offered and "request_id" not in offered

@@ -78,6 +78,8 @@ class Run:
     forget: list[dict[str, str]] = field(default_factory=list)
     digest: str = ""
     written: list[Any] = field(default_factory=list)
+    # The fact each written key came from (a step after the write may drop it from `facts`).
+    written_from: dict[str, Fact] = field(default_factory=dict)
     drops: list[tuple[str, str, int, str]] = field(default_factory=list)
     pipeline_errors: list[str] = field(default_factory=list)
     stage_ms: dict[str, float] = field(default_factory=dict)

@@ -272,6 +272,7 @@ def bulk_write(run: Run) -> None:
     for f in run.facts:
         by_key[f.key] = f  # one attribute stated twice: the later statement wins
     run.facts = list(by_key.values())
+    run.written_from = dict(by_key)
     run.written = write_entries(
         run.deps,
         org=run.org,

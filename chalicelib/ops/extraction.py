@@ -246,8 +246,9 @@ def _store_evidence(run: Run, now: datetime) -> None:
 
 def _link_evidence(run: Run) -> None:
     links = []
-    for fact, written in zip(run.facts, run.written, strict=False):
-        if written.conflict_verdict not in ("created", "updated"):
+    for written in run.written:
+        fact = run.written_from.get(written.key)  # by key: later steps may drop facts
+        if fact is None or written.conflict_verdict not in ("created", "updated"):
             continue
         for i in fact.indices or range(len(run.messages)):
             links.append((written.key, written.version, run.evidence_ids[i], fact.span))

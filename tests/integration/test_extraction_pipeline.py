@@ -185,3 +185,25 @@ def test_a_failing_embedder_fails_fetch_existing_memories_open(m, deps, embedder
     assert any(e.startswith("loom.fetch_existing_memories") for e in out["pipeline_errors"])
     assert verdicts(out) == {"user/drink": "created"}
     assert facts_of(pool, m.org) == {"user/drink": "The user drinks black coffee."}
+
+
+def test_a_drop_after_the_write_leaves_each_memory_linked_to_its_own_turn(m, deps):
+    """GIVEN two facts, the first citing turn 0 and the second (activity narration) turn 1, and
+    pipeline_steps that drop narration after the write
+    WHEN the transcript is sent
+    THEN each written memory's evidence is the turn its fact cites: the drop after the write
+    shifts no link onto another memory."""
+    said = turns(("user", "I live in Lisbon."), ("user", "I read lines 1-1000 of billing.py."))
+    scripted(
+        deps,
+        reply(
+            fact("user", "home city", "The user lives in Lisbon.", indices=[0]),
+            fact("user", "activity", "User read lines 1-1000 of billing.py", indices=[1]),
+        ),
+    )
+    steps = ["loom.llm_extract", "loom.bulk_write", "loom.drop_activity_narration"]
+    out = m.extract_ok(said, pipeline_steps=steps)
+    assert sorted(keys(out)) == ["user/activity", "user/home_city"]
+    for key, turn in (("user/home_city", 0), ("user/activity", 1)):
+        ev = m.ok("memory.evidence", as_="viewer", key=key)["turns"]
+        assert [t["content"] for t in ev] == [said[turn]["content"]], key

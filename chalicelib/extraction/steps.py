@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ from chalicelib.errors import UpstreamError
 from chalicelib.extraction import prompts
 from chalicelib.extraction.durable import is_activity_narration, non_durable_reason
 from chalicelib.extraction.pipeline import ExtractionFailedError, Fact, Run, step
+from chalicelib.legs import beside
 from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.providers.llm import LLMError
@@ -230,6 +232,9 @@ def drop_non_durable(run: Run) -> None:
             run.drop("loom.drop_non_durable", reason, [f])
 
 
+VERIFIER_SYSTEM = "You judge facts for a memory."
+
+
 @step("loom.verify_durable")
 def verify_durable(run: Run) -> None:
     """Coding captures only: drop what every verifier model calls non-durable; fails open."""
@@ -237,9 +242,19 @@ def verify_durable(run: Run) -> None:
     if not run.coding_capture or not models or not run.facts or not run.deps.llm.answers:
         return
     verdicts: list[set[int]] = []
+    timeout = run.live.memory_extract_verify_timeout_s
+    prompt = prompts.verify_prompt([f.value for f in run.facts])
     for model in models:
-        prompt = prompts.verify_prompt([f.value for f in run.facts])
-        answer = call_model(run, "You judge facts for a memory.", prompt, model=model)
+
+        def ask(model: str = model) -> dict[str, Any]:
+            return call_model(run, VERIFIER_SYSTEM, prompt, model=model)
+
+        asked = beside(ask)
+        try:
+            answer = asked.result(timeout=timeout)
+        except FutureTimeout:
+            run.pipeline_errors.append(f"loom.verify_durable:timeout:{model}")
+            return  # a verifier that does not answer in time keeps every fact
         verdicts.append({int(i) for i in answer.get("non_durable") or []})
     every = set.intersection(*verdicts) if verdicts else set()
     doomed = [run.facts[i] for i in sorted(every) if i < len(run.facts)]

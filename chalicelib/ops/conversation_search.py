@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from chalicelib.ops.legs import beside
+from chalicelib.legs import beside
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext

@@ -11,8 +11,8 @@ from pydantic import Field, StringConstraints
 from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import ValidationFailedError
+from chalicelib.legs import beside
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
-from chalicelib.ops.legs import beside
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op

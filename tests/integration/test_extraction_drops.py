@@ -4,6 +4,8 @@ drops are counted in loom.memory_drops and summed by `loom drops`."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chalicelib import cli
@@ -202,6 +204,35 @@ def test_verify_durable_fails_open(m, deps, verifiers):
 
     assert any(e.startswith("loom.verify_durable") for e in out["pipeline_errors"]), out
     assert len(out["written"]) == 3
+
+
+def test_a_verifier_slower_than_its_timeout_keeps_every_fact(m, deps, verifiers, monkeypatch):
+    """GIVEN a coding capture, LOOM_MEMORY_EXTRACT_VERIFY_TIMEOUT_S at 0.2 s and verifiers that
+    take two seconds (and would call every fact non-durable)
+    WHEN the extraction returns three facts
+    THEN the request is not held for the verifier: every fact is written and the timeout is
+    named in pipeline_errors."""
+    monkeypatch.setattr(
+        deps,
+        "settings",
+        make_settings(memory_extract_verify_models=verifiers, memory_extract_verify_timeout_s=0.2),
+    )
+    llm = scripted(
+        deps, reply(*DURABLE), '{"non_durable": [0, 1, 2]}', '{"non_durable": [0, 1, 2]}'
+    )
+    answer = llm.complete
+
+    def slow_verifier(system, user, json_output=False, model=None):
+        if model in verifiers:
+            time.sleep(2.0)
+        return answer(system, user, json_output=json_output, model=model)
+
+    monkeypatch.setattr(llm, "complete", slow_verifier)
+    started = time.monotonic()
+    out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
+    assert time.monotonic() - started < 1.5
+    assert len(out["written"]) == 3
+    assert any("verify_durable:timeout" in e for e in out["pipeline_errors"]), out
 
 
 def test_a_malformed_fact_is_counted_as_a_parse_drop_and_the_rest_written(m, deps, pool):

@@ -1,4 +1,5 @@
-"""Running a search's legs side by side, each on its own pooled connection."""
+"""Work run beside the request's own thread: a search's legs (each on its own pooled
+connection), a model call waited for only so long."""
 
 from __future__ import annotations
 

@@ -197,6 +197,52 @@ def test_failures_back_off_and_end_failed_after_max_attempts(deps, org, queue, p
     assert "extraction call failed" in error[0][0]
 
 
+def test_failed_attempts_wait_15_s_then_1_5_and_30_minutes(deps, org, queue, pool):
+    """GIVEN a deferred job whose every replay fails
+    WHEN it fails its first, second, third, fourth and fifth attempts
+    THEN it is sent again 15 s, 1 min, 5 min, 30 min and 30 min later."""
+    qid = _defer(local_caller(org), deps, "drizzle")["queue_id"]
+    deps._llm = ScriptedLLM(replies=deque(["not json"] * 20))
+    delays = []
+    for _ in range(5):
+        with pool.connection() as conn:
+            conn.execute(
+                "UPDATE loom.memory_extraction_queue SET not_before = now() WHERE queue_id = %s",
+                (qid,),
+            )
+        assert process_job(deps, qid) == "retry"
+        delays.append(queue.sent[-1][1])
+    assert delays == [15, 60, 300, 1800, 1800]
+
+
+def test_a_star_in_the_defer_list_defers_every_service_account(api, deps, org, queue, pool):
+    """GIVEN LOOM_EXTRACTION_DEFER_AGENTS holding "*"
+    WHEN agents of any name send a transcript with a token (a service account), and the local
+    user sends one
+    THEN each token's request is deferred by the allowlist; the local user's is extracted
+    inline."""
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.settings (name, value) VALUES ('extraction_defer_agents', %s)",
+            ('["*"]',),
+        )
+    try:
+        said = [{"role": "user", "content": "hi"}]
+        for agent in ("bot", "another-agent"):
+            token = Api(api.client, mint_token(deps, org=org, role="writer", subject=agent))
+            out = token.ok("memory.set_from_messages", **{**BODY, "agent": agent}, messages=said)
+            assert (out["deferred"], out["deferred_by"]) == (True, "allowlist"), agent
+        deps._llm = ScriptedLLM(replies=deque([_fact("local")]))
+        body = {**BODY, "messages": said}
+        assert (
+            call("memory.set_from_messages", body, local_caller(org), deps).body["deferred"]
+            is False
+        )
+    finally:
+        with pool.connection() as conn:
+            conn.execute("DELETE FROM loom.settings WHERE name = 'extraction_defer_agents'")
+
+
 def test_an_unreachable_provider_spends_no_attempt(deps, org, queue, pool):
     qid = _defer(local_caller(org), deps, "fog")["queue_id"]
     deps._llm = ScriptedLLM(replies=deque([LLMUnavailableError("connection refused")]))

@@ -148,6 +148,23 @@ def test_a_capture_that_is_not_coding_keeps_those_facts(m, deps):
     assert len(out["written"]) == len(CODING_FACTS)
 
 
+def test_a_coding_fact_stated_twice_in_one_batch_is_dropped_as_a_repeat(m, deps, pool):
+    """GIVEN a coding capture whose extraction states one durable fact twice, under two keys,
+    in different case and spacing
+    WHEN it is extracted
+    THEN the first is written and the second dropped, counted as in_batch_repeat."""
+    scripted(
+        deps,
+        reply(
+            fact("project", "port", "Release 2.3 changed the default port to 8080."),
+            fact("service", "port", "release 2.3  changed the default PORT to 8080."),
+        ),
+    )
+    out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
+    assert keys(out) == ["project/port"]
+    assert _reasons(pool, m.org)[("loom.drop_non_durable", "in_batch_repeat")] == 1
+
+
 DURABLE = (
     fact("project", "release 2.3", "Release 2.3 changed the default port to 8080."),
     fact("project", "config", "The service reads its config from /etc/atlas.toml."),

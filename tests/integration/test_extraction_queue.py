@@ -371,3 +371,24 @@ def test_a_user_bounded_token_pinning_no_user_cannot_read_the_namespaces_batches
 
     assert (status, mine_status) == (403, 403)
     assert data == mine and "batches" not in data
+
+
+def test_a_user_pinned_token_sees_its_users_batches_only(api, deps, org, queue):
+    """GIVEN batches queued for users u1 and u2 by one writer token
+    WHEN a viewer token pinned to u1 asks for the namespace's batches by status and by id
+    THEN it sees u1's batch only; u2's id answers as unknown."""
+    writer = Api(api.client, mint_token(deps, org=org, role="writer"))
+    msg = [{"role": "user", "content": "hi"}]
+    queued = {
+        user: writer.ok(
+            "memory.set_from_messages", messages=msg, defer=True, **{**BODY, "user_id": user}
+        )["queue_id"]  # fmt: skip
+        for user in ("u1", "u2")
+    }
+    u1 = Api(api.client, mint_token(deps, org=org, role="viewer", read_scope="own_user",
+                                    read_user_id="u1"))  # fmt: skip
+    listed = u1.ok("memory.extraction_status", namespace="q", agent="bot")["batches"]
+    assert [b["queue_id"] for b in listed] == [queued["u1"]]
+    by_id = u1.ok("memory.extraction_status", namespace="q", agent="bot",
+                  queue_ids=list(queued.values()))  # fmt: skip
+    assert [b["queue_id"] for b in by_id["batches"]] == [queued["u1"]]

@@ -76,13 +76,19 @@ def session_observations(
 
 
 def finish_session(
-    conn: Connection, org: str, namespace: str, session_id: str, user_id: str, distilled: bool
+    conn: Connection,
+    org: str,
+    namespace: str,
+    session_id: str,
+    user_id: str,
+    distilled_ids: list[int],
 ) -> None:
-    """Release one user's claim on a session, marking its observations distilled if they were."""
+    """Release one user's claim on a session, marking distilled the observations it read (one
+    crystallized while it ran waits for the next pass)."""
     conn.execute(
         "UPDATE loom.observations SET distill_claimed_until = NULL,"
-        " distilled_at = CASE WHEN %s THEN now() ELSE distilled_at END"
+        " distilled_at = CASE WHEN id = ANY(%s) THEN now() ELSE distilled_at END"
         " WHERE org = %s AND namespace = %s AND session_id = %s AND user_id = %s"
         " AND crystallized_at IS NOT NULL",
-        (distilled, org, namespace, session_id, user_id),
+        (distilled_ids, org, namespace, session_id, user_id),
     )

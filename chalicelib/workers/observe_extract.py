@@ -61,6 +61,7 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
         except Exception as exc:
             counts["failed"] += 1
             logger.warning("observe distillation failed", extra={"error": str(exc)})
+        read = [o["id"] for o in observations] if distilled else []
         with deps.pool.connection() as conn:
-            store.finish_session(conn, org, namespace, session_id, user_id, distilled)
+            store.finish_session(conn, org, namespace, session_id, user_id, read)
     return counts

@@ -88,6 +88,51 @@ def test_observe_extract_is_off_by_default_and_distils_crystallized_sessions_whe
     assert evidence[0][0] == "tool" and "deploy finished" in evidence[0][1]
 
 
+def test_an_observation_crystallized_while_the_worker_runs_waits_for_the_next_pass(
+    deps, org, pool, monkeypatch
+):
+    """GIVEN a crystallized session, and a second observation of it recorded and crystallized
+    just after the worker read the session
+    WHEN the pass ends THEN only the observation it read is marked distilled; the next pass
+    distils the other."""
+    from chalicelib.store import observations
+    from chalicelib.workers import observe_extract
+
+    deps._llm = OneFactLLM(0)
+    _record(org, deps, "s-late", "first step done")
+    call("observe.crystallize", {**BODY, "session_id": "s-late"}, local_caller(org), deps)
+    read = observations.session_observations
+    late: list[dict] = []
+
+    def read_then_one_more(conn, org_, namespace, session_id, user_id):
+        rows = read(conn, org_, namespace, session_id, user_id)
+        if session_id == "s-late" and not late:
+            late.append(_record(org, deps, "s-late", "second step done"))
+            call("observe.crystallize", {**BODY, "session_id": "s-late"}, local_caller(org), deps)
+        return rows
+
+    monkeypatch.setattr(observations, "session_observations", read_then_one_more)
+    _live(pool, "observe_extract_enabled", "true")
+    _live(pool, "observe_extract_max_sessions_per_pass", "1000")  # other tests' sessions too
+    try:
+        observe_extract.distil_sessions(deps)
+
+        def states():
+            with pool.connection() as conn:
+                return conn.execute(
+                    "SELECT action, distilled_at IS NOT NULL FROM loom.observations"
+                    " WHERE org = %s ORDER BY id",
+                    (org,),
+                ).fetchall()
+
+        assert states() == [("first step done", True), ("second step done", False)]
+        observe_extract.distil_sessions(deps)
+        assert states() == [("first step done", True), ("second step done", True)]
+    finally:
+        _unset(pool, "observe_extract_enabled")
+        _unset(pool, "observe_extract_max_sessions_per_pass")
+
+
 def test_entity_extractor_fills_rows_written_without_entities(deps, org, pool, client):
     call("memory.set", {**BODY, "key": "team/lead", "value": "Maria Lopez leads @infra and"
          " owns src/billing/export.py."}, local_caller(org), deps)  # fmt: skip

@@ -392,3 +392,20 @@ def test_a_user_pinned_token_sees_its_users_batches_only(api, deps, org, queue):
     by_id = u1.ok("memory.extraction_status", namespace="q", agent="bot",
                   queue_ids=list(queued.values()))  # fmt: skip
     assert [b["queue_id"] for b in by_id["batches"]] == [queued["u1"]]
+
+
+def test_a_user_pinned_token_reads_its_users_own_batches_only(api, deps, org, queue):
+    """GIVEN one agent (one token subject) that queued a batch for u2 with a namespace-wide
+    token, and one for u1 with a token pinned to u1
+    WHEN the u1-pinned token asks extraction_status_mine for both ids
+    THEN it gets u1's batch and u2's id comes back as unknown."""
+    wide = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-p"))
+    pinned = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-p",
+                                        read_scope="own_user", read_user_id="u1"))  # fmt: skip
+    msg = [{"role": "user", "content": "hi"}]
+    q2 = wide.ok("memory.set_from_messages", messages=msg, defer=True,
+                 **{**BODY, "user_id": "u2"})["queue_id"]  # fmt: skip
+    q1 = pinned.ok("memory.set_from_messages", messages=msg, defer=True,
+                   **{**BODY, "user_id": "u1"})["queue_id"]  # fmt: skip
+    out = pinned.ok("memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=[q1, q2])
+    assert [b["queue_id"] for b in out["batches"]] == [q1] and out["unknown"] == [q2]

@@ -116,11 +116,9 @@ def _call_tool(
 def _refused_text(named: Mapping[str, Any]) -> str | None:
     """Why one of these values (each absent, or a string) cannot be kept, or None."""
     for key, value in named.items():
-        if value is None:
-            continue
         why = "must be a string" if not isinstance(value, str) else unstorable(value)
-        if why:
-            return f"{key} {why}" if why.startswith("must") else f"{key}: {why}"
+        if value is not None and why:
+            return f"{key}: {why}"
     return None
 
 

@@ -48,9 +48,7 @@ def ingest_turns(
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Counter[str]:
     """Record every turn in batches (one embedding call a batch); counts answers by reason.
-    A turn conversation.append would refuse refuses the whole file before anything is written
-    (ValidationFailedError, naming the turn)."""
-    check_turns(org, namespace, agent, thread_id, turns, user_id, run_id)
+    The caller has checked the turns with `check_turns`, so none is refused halfway."""
     new = [
         NewTurn(
             org=org,

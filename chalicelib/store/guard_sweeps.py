@@ -11,8 +11,14 @@ from chalicelib.store.conversations import take_thread_leases
 from chalicelib.store.turn_windows import rewrite_thread_windows
 
 # An embedding row's primary key, in order: where a sweep stands.
-_KEY = "org, namespace, thread_id, msg_id, model"
+_KEY_COLUMNS = ("org", "namespace", "thread_id", "msg_id", "model")
+_KEY = ", ".join(_KEY_COLUMNS)
 Position = list[str]
+
+
+def position_of(row: dict[str, Any]) -> Position:
+    """Where a sweep stands once it has read `row` (one of `indexed_after`'s)."""
+    return [row[k] for k in _KEY_COLUMNS]
 
 
 def sweep_position(conn: Connection, name: str, guard: str) -> tuple[Position | None, bool]:
@@ -66,7 +72,7 @@ def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
         " WHERE (e.org, e.namespace, e.thread_id, e.msg_id, e.model)"
         "  = (r.org, r.namespace, r.thread_id, r.msg_id, r.model)"
         " AND e.text = r.text AND e.tombstoned_at IS NULL",
-        [[r[k] for r in rows] for k in (*_KEY.split(", "), "text")],
+        [[r[k] for r in rows] for k in (*_KEY_COLUMNS, "text")],
     ).rowcount
     for org in sorted(by_org):
         for namespace, thread_id in sorted(by_org[org]):

@@ -32,8 +32,7 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
             rows = store.indexed_after(conn, position, BATCH)
         high = [r for r in rows if reads_as_high(r["text"])]
         if rows:
-            last = rows[-1]
-            position = [last[k] for k in ("org", "namespace", "thread_id", "msg_id", "model")]
+            position = store.position_of(rows[-1])
         done = len(rows) < BATCH
         with deps.pool.connection() as conn:
             if high:

@@ -21,7 +21,7 @@ from chalicelib.providers.llm import LLMUnavailableError, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue, SqsQueue
 from chalicelib.registry import call
 from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs, process_job
-from tests.conftest import Api
+from tests.conftest import Api, live_setting
 from tests.queue_worker import OneFactLLM
 
 ROOT = Path(__file__).parents[2]
@@ -72,12 +72,7 @@ def test_defer_answers_at_once_and_sends_only_after_commit(deps, org, queue, poo
 def test_allowlisted_agents_defer_but_explicit_false_and_typed_records_do_not(
     deps, org, queue, pool
 ):
-    with pool.connection() as conn:
-        conn.execute(
-            "INSERT INTO loom.settings (name, value) VALUES ('extraction_defer_agents', %s)",
-            ('["bot"]',),
-        )
-    try:
+    with live_setting(pool, extraction_defer_agents='["bot"]'):
         caller = local_caller(org)
         msg = {**BODY, "messages": [{"role": "user", "content": "hello"}]}
         first = call("memory.set_from_messages", msg, caller, deps).body
@@ -88,9 +83,6 @@ def test_allowlisted_agents_defer_but_explicit_false_and_typed_records_do_not(
         schema = {"type": "object", "properties": {"a": {"type": "string"}}}
         typed = {**msg, "record_schema": schema, "memory_key": "rec/a"}
         assert not call("memory.set_from_messages", typed, caller, deps).body["deferred"]
-    finally:
-        with pool.connection() as conn:
-            conn.execute("DELETE FROM loom.settings WHERE name = 'extraction_defer_agents'")
 
 
 def test_every_message_delivered_twice_writes_each_fact_once(deps, org, queue, pool, client):
@@ -221,12 +213,7 @@ def test_a_star_in_the_defer_list_defers_every_service_account(api, deps, org, q
     user sends one
     THEN each token's request is deferred by the allowlist; the local user's is extracted
     inline."""
-    with pool.connection() as conn:
-        conn.execute(
-            "INSERT INTO loom.settings (name, value) VALUES ('extraction_defer_agents', %s)",
-            ('["*"]',),
-        )
-    try:
+    with live_setting(pool, extraction_defer_agents='["*"]'):
         said = [{"role": "user", "content": "hi"}]
         for agent in ("bot", "another-agent"):
             token = Api(api.client, mint_token(deps, org=org, role="writer", subject=agent))
@@ -238,9 +225,6 @@ def test_a_star_in_the_defer_list_defers_every_service_account(api, deps, org, q
             call("memory.set_from_messages", body, local_caller(org), deps).body["deferred"]
             is False
         )
-    finally:
-        with pool.connection() as conn:
-            conn.execute("DELETE FROM loom.settings WHERE name = 'extraction_defer_agents'")
 
 
 def test_an_unreachable_provider_spends_no_attempt(deps, org, queue, pool):

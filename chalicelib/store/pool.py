@@ -65,8 +65,12 @@ def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
 def sent_whole(conn: psycopg.Connection) -> Iterator[None]:
     """One transaction whose BEGIN, statements and COMMIT reach the server in one round trip
     (`conn` from read_connection). Read the cursors' results after the block: a fetch inside it
-    would wait for the server there and then."""
+    would wait for the server there and then.
+
+    Its statements are keyed by one thread, so their plans do not depend on the tenant's size:
+    the server may reuse a prepared statement's generic plan instead of planning it again."""
     with conn.pipeline(), conn.transaction():
+        conn.execute("SET LOCAL plan_cache_mode = auto")
         yield
 
 

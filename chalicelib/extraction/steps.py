@@ -24,16 +24,18 @@ from chalicelib.store.pool import read_connection
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def cache_key(org: str, model: str, system: str, user: str) -> str:
-    """The response cache's key: the org, the model and the whole prompt, so one org never
-    reads an answer cached for another (a hit would tell it another tenant sent the text)."""
-    return hashlib.sha256(json.dumps([org, model, system, user]).encode()).hexdigest()
+def cache_key(run: Run, model: str, system: str, user: str) -> str:
+    """The response cache's key: the run's org, namespace and user, the model and the whole
+    prompt, so no one reads an answer cached for another (a hit would tell them another
+    tenant or user sent the text)."""
+    subject = [run.org, run.namespace, run.user_id]
+    return hashlib.sha256(json.dumps([*subject, model, system, user]).encode()).hexdigest()
 
 
 def call_model(run: Run, system: str, user: str, model: str | None = None) -> dict[str, Any]:
     """A JSON model call through the org's response cache, keyed on the whole prompt."""
     llm = run.deps.llm
-    digest = cache_key(run.org, model or llm.name, system, user)
+    digest = cache_key(run, model or llm.name, system, user)
     with read_connection(run.deps.pool) as conn:
         cached = cached_response(conn, digest)
     if cached is not None:
@@ -44,7 +46,14 @@ def call_model(run: Run, system: str, user: str, model: str | None = None) -> di
     run.tokens_in += result.tokens_in
     run.tokens_out += result.tokens_out
     with run.deps.pool.connection() as conn:
-        cache_response(conn, digest, result.text, result.tokens_in, result.tokens_out)
+        cache_response(
+            conn,
+            (run.org, run.namespace, run.user_id),
+            digest,
+            result.text,
+            result.tokens_in,
+            result.tokens_out,
+        )
     return result.data or {}
 
 

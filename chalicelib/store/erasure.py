@@ -76,6 +76,9 @@ GENERIC = (
     ErasedTable(
         "loom.session_briefs", (), "deleted_at", ("namespace", "brief_key"), by_brief_key=True
     ),
+    # What the model answered on reading the subject's words: a cache, removed, not exported.
+    # Last, so a job part-way through when this was added still meets every step it counted.
+    ErasedTable("loom.extraction_cache", ("user_id",), None, ("prompt_sha256",), exported=False),
 )
 ERASED = (CONVERSATIONS, EMBEDDINGS, THREADS, *GENERIC)
 

@@ -66,10 +66,17 @@ def cached_response(conn: Connection, prompt_sha256: str) -> tuple[str, int, int
 
 
 def cache_response(
-    conn: Connection, prompt_sha256: str, response: str, tokens_in: int, tokens_out: int
+    conn: Connection,
+    subject: tuple[str, str, str],
+    prompt_sha256: str,
+    response: str,
+    tokens_in: int,
+    tokens_out: int,
 ) -> None:
+    """Cache a model's answer under the (org, namespace, user) whose words it read."""
     conn.execute(
-        "INSERT INTO loom.extraction_cache (prompt_sha256, response, tokens_in, tokens_out)"
-        " VALUES (%s, %s, %s, %s) ON CONFLICT (prompt_sha256) DO NOTHING",
-        (prompt_sha256, response, tokens_in, tokens_out),
+        "INSERT INTO loom.extraction_cache (org, namespace, user_id, prompt_sha256, response,"
+        " tokens_in, tokens_out) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (prompt_sha256) DO NOTHING",
+        (*subject, prompt_sha256, response, tokens_in, tokens_out),
     )

@@ -241,21 +241,48 @@ def test_without_the_coverage_sweep_one_call_is_made(m, deps):
 
 
 def test_the_same_prompt_twice_is_answered_from_the_response_cache(m, deps, pool):
-    """GIVEN a transcript extracted once in a namespace
-    WHEN the same transcript is extracted into a fresh namespace (the same prompt)
+    """GIVEN a transcript extracted once for a user in a namespace, and the fact it wrote
+    deleted (so the prompt names no memory it did not name the first time)
+    WHEN the same transcript is extracted again for them there (the same prompt)
     THEN no new model call is made: the second answers with cached_tokens_in equal to the
     first call's tokens_in and no tokens_in of its own, and writes the cached answer's fact.
     """
     llm = scripted(deps, reply(HOME))
 
-    first = m.extract_ok(SAID)
-    second = m.extract_ok(SAID, namespace=NS2)
+    first = m.extract_ok(SAID, user_id="u1")
+    m.ok("memory.delete", key="user/home_city", user_id="u1")
+    second = m.extract_ok(SAID, user_id="u1")
 
     assert len(llm.prompts) == 1
     assert first["tokens_in"] > 0 and first["cached_tokens_in"] == 0
     assert second["cached_tokens_in"] == first["tokens_in"]
     assert (second["tokens_in"], second["tokens_out"]) == (0, 0)
-    assert facts_of(pool, m.org, NS2) == {"user/home_city": "The user lives in Lisbon."}
+    assert facts_of(pool, m.org, NS) == {"user/home_city": "The user lives in Lisbon."}
+
+
+@pytest.mark.parametrize("other", [{"namespace": NS2}, {"user_id": "u2"}])
+def test_another_namespace_or_user_sending_the_same_prompt_asks_the_model_again(
+    m, deps, pool, other
+):
+    """GIVEN a transcript extracted once for user u1 in a namespace (its answer cached)
+    WHEN the same transcript is extracted into another namespace, or for another user
+    THEN the model is asked again: the second answers with tokens_in of its own and no
+    cached_tokens_in (a hit would tell them u1 sent that text), and the cached answer is kept
+    under the namespace and user whose words it read.
+    """
+    llm = scripted(deps, reply(HOME), reply(HOME))
+
+    first = m.extract_ok(SAID, user_id="u1")
+    second = m.extract_ok(SAID, **{"user_id": "u1", **other})
+
+    assert len(llm.prompts) == 2 and llm.prompts[0] == llm.prompts[1]
+    assert second["tokens_in"] == first["tokens_in"] and second["cached_tokens_in"] == 0
+    with pool.connection() as conn:
+        cached = conn.execute(
+            "SELECT namespace, user_id FROM loom.extraction_cache WHERE org = %s ORDER BY 1, 2",
+            (m.org,),
+        ).fetchall()
+    assert cached == sorted({(NS, "u1"), (other.get("namespace", NS), other.get("user_id", "u1"))})
 
 
 def test_another_org_sending_the_same_prompt_is_never_answered_from_the_cache(m, api, deps, pool):

@@ -201,3 +201,55 @@ def test_deeply_nested_json_is_refused_not_500(t, pool, org):
     status, body = t.api.raw("conversation.append", raw, token=t.tokens["writer"])[:2]
     assert status in (400, 422), (status, body)
     assert snapshot(pool, org) == before
+
+
+@pytest.mark.parametrize("op", ["conversation.append", "conversation.create"])
+def test_metadata_nested_past_the_bound_is_refused_so_no_read_of_it_can_fail(t, pool, org, op):
+    """GIVEN a namespace with a thread
+    WHEN append or create gets metadata nested 260 levels deep (JSON parses it; an answer
+    holding it could not be serialised back), or 64 levels (past the bound)
+    THEN each answers 422 naming the bound and nothing stored changes; metadata nested 60
+    levels is kept, and the thread still reads back whole.
+    """
+    t.append("th-1", "a turn already there")
+    before = snapshot(pool, org)
+
+    def nested(depth: int) -> dict:
+        value: dict = {"leaf": 1}
+        for _ in range(depth - 1):
+            value = {"k": value}
+        return value
+
+    for depth in (260, 64):
+        status, body = t.post(op, **_body(op, {"metadata": nested(depth)}))
+        assert status == 422, (depth, status, body)
+        assert "nest at most 64 levels" in body["error"]["message"], body
+    assert snapshot(pool, org) == before
+
+    status, _ = t.post(op, **_body(op, {"metadata": nested(60)}))
+    assert status == 200
+    status, got = t.post("conversation.get", **_body("conversation.get", {}))
+    assert status == 200, got
+
+
+def test_a_deferred_extraction_with_a_record_schema_nested_past_the_bound_is_refused(t, pool, org):
+    """GIVEN a namespace
+    WHEN memory.set_from_messages is deferred with a record_schema nested 260 levels deep
+    THEN it answers 422, not 500, and queues nothing.
+    """
+    schema: dict = {"type": "string"}
+    for _ in range(130):
+        schema = {"type": "object", "properties": {"k": schema}}
+    before = snapshot(pool, org)
+    status, body = t.post(
+        "memory.set_from_messages",
+        messages=[{"role": "user", "content": "I live in Lisbon."}],
+        record_schema=schema,
+        defer=True,
+        memory_key="profile",
+        agent="a1",
+        user_id="u1",
+    )
+    assert status == 422, (status, body)
+    assert "nest at most 64 levels" in body["error"]["message"], body
+    assert snapshot(pool, org) == before

@@ -13,17 +13,22 @@ from typing import Any
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.errors import ForbiddenError, LoomError, UnknownOpError
+from chalicelib.observability import logger
 from chalicelib.registry import OpSpec, call, output_schema, registered, unstorable
 
 SERVER_INFO = {"name": "loom", "version": "0.1.0"}
-PROTOCOL_VERSIONS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# The revisions that open a session with `initialize`, newest first (an unknown one asked for
+# is answered with the newest).
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 SESSION_HEADER = "Mcp-Session-Id"
 GENERIC_TOOL = "loom_op"
 INSTRUCTIONS = (
     "Loom is the memory of this agent: memory.search before answering from memory, memory.set"
     " for a fact you already know, memory.set_from_messages to have the server extract facts."
 )
-Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
+# (status, body: one JSON-RPC answer, a batch's answers or none, headers)
+Answer = tuple[int, dict[str, Any] | list[dict[str, Any]] | None, dict[str, str]]
+One = tuple[int, dict[str, Any] | None, dict[str, str]]  # one message's answer
 
 
 def tool_name(op: str) -> str:
@@ -34,11 +39,21 @@ def _listed(spec: OpSpec, toolset: str) -> bool:
     return spec.mcp == "core" or (toolset == "all" and spec.mcp == "all")
 
 
+# Filled by the transport: the org from the token; namespace and agent from the MCP session
+# when a call leaves them out.
+_FROM_TOKEN = ("org",)
+_FROM_SESSION = ("namespace", "agent")
+
+
 def _input_schema(spec: OpSpec) -> dict[str, Any]:
-    """The op's input schema without the fields its model keeps off MCP (`mcp_hidden`)."""
+    """The op's input schema without the fields its model keeps off MCP (`mcp_hidden`) or the
+    token fills, and with what the session fills optional."""
     schema = spec.input_model.model_json_schema()
-    for name in getattr(spec.input_model, "mcp_hidden", ()):
+    for name in (*getattr(spec.input_model, "mcp_hidden", ()), *_FROM_TOKEN):
         schema.get("properties", {}).pop(name, None)
+    if "required" in schema:
+        dropped = (*_FROM_TOKEN, *_FROM_SESSION)
+        schema["required"] = [name for name in schema["required"] if name not in dropped]
     return schema
 
 
@@ -74,6 +89,10 @@ def list_tools(toolset: str) -> list[dict[str, Any]]:
     return tools
 
 
+class UnknownToolError(Exception):
+    """A tools/call naming no tool: a protocol error (-32602), not a tool's own error."""
+
+
 def _resolve_tool(name: str, arguments: dict[str, Any]) -> tuple[OpSpec, dict[str, Any]]:
     ops = registered()
     if name == GENERIC_TOOL:
@@ -86,7 +105,7 @@ def _resolve_tool(name: str, arguments: dict[str, Any]) -> tuple[OpSpec, dict[st
     else:
         spec = next((s for s in ops.values() if tool_name(s.name) == name), None)
         if spec is None:
-            raise UnknownOpError(f"no tool named {name!r}")
+            raise UnknownToolError(f"Unknown tool: {name}")
         args = arguments
     if spec.mcp == "hidden":
         raise ForbiddenError(f"{spec.name} is not available over MCP; use HTTP")
@@ -98,11 +117,8 @@ def _call_tool(
 ) -> dict[str, Any]:
     try:
         spec, args = _resolve_tool(str(params.get("name")), dict(params.get("arguments") or {}))
-        if session:  # the session fills what the call leaves out
-            fields = spec.input_model.model_fields
-            for key in ("namespace", "agent", "run_id"):
-                if key in fields and args.get(key) in (None, "") and session.get(key):
-                    args[key] = session[key]
+        if session:
+            _fill_from_session(spec, args, session)
         out = call(spec.name, args, caller, deps).body
     except LoomError as exc:
         return {"content": [{"type": "text", "text": json.dumps(exc.to_body())}], "isError": True}
@@ -111,6 +127,24 @@ def _call_tool(
         "structuredContent": out,
         "isError": False,
     }
+
+
+def _fill_from_session(spec: OpSpec, args: dict[str, Any], session: Mapping[str, Any]) -> None:
+    """What the session fills of a call: the namespace and agent an op needs and the call left
+    out, and its implicit run as the run a write joins. A field whose default means something
+    keeps it (erasure's namespace None is the whole org, a blacklist's "" too; threads' agent
+    "*" is every agent), as do an explicit agent "" (every agent) and the run filters and
+    patches of reads and updates."""
+    fields = spec.input_model.model_fields
+    for key in _FROM_SESSION:
+        field = fields.get(key)
+        left_out = args.get(key) is None or (key == "namespace" and args.get(key) == "")
+        if field is not None and field.is_required() and left_out and session.get(key):
+            args[key] = session[key]
+    run = fields.get("run_id")
+    joins_run = run is not None and spec.kind != "read" and run.default == "-"
+    if joins_run and args.get("run_id") in (None, "") and session.get("run_id"):
+        args["run_id"] = session["run_id"]
 
 
 def _refused_text(named: Mapping[str, Any]) -> str | None:
@@ -133,29 +167,71 @@ def handle(
     caller: Caller,
     deps: Deps,
 ) -> Answer:
-    """One JSON-RPC message: a request answers 200 with its result, a notification 202."""
-    from chalicelib.store import mcp_sessions
-
+    """One JSON-RPC message (a request answers 200 with its result, a notification 202), or a
+    batch of them (2025-03-26): an array of the requests' answers."""
     try:
-        msg = json.loads(raw or b"")
+        msg = json.loads(raw or b"", parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return 400, _error(None, -32700, "parse error: the body is not JSON"), {}
+    asked = _header(headers, "mcp-protocol-version")
+    if asked is not None and asked not in PROTOCOL_VERSIONS:
+        known = ", ".join(PROTOCOL_VERSIONS)
+        return 400, _error(None, -32600, f"unsupported MCP-Protocol-Version {asked!r}; "
+                           f"this server speaks {known}"), {}  # fmt: skip
+    if not isinstance(msg, list):
+        return _one(msg, query, headers, caller, deps, in_batch=False)
+    if not msg:
+        return 400, _error(None, -32600, "invalid request: an empty batch"), {}
+    answers = (_one(m, query, headers, caller, deps, in_batch=True)[1] for m in msg)
+    replies: list[dict[str, Any]] = [a for a in answers if a is not None]
+    return (200, replies, {}) if replies else (202, None, {})
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def _valid_id(req_id: Any) -> bool:
+    """MCP: a request id is a string or an integer, never null."""
+    return isinstance(req_id, str) or (isinstance(req_id, int) and not isinstance(req_id, bool))
+
+
+def _one(
+    msg: Any,
+    query: Mapping[str, str],
+    headers: Mapping[str, str],
+    caller: Caller,
+    deps: Deps,
+    *,
+    in_batch: bool,
+) -> One:
+    from chalicelib.store import mcp_sessions
+
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
         return 400, _error(None, -32600, "invalid request: one JSON-RPC 2.0 object"), {}
+    if not isinstance(msg["method"], str):
+        return 400, _error(None, -32600, "invalid request: method must be a string"), {}
     if "id" not in msg:
         return 202, None, {}  # a notification (initialized, cancelled, ...)
     req_id, method = msg["id"], msg["method"]
+    if not _valid_id(req_id):
+        return 400, _error(None, -32600, "invalid request: id must be a string or an integer"), {}
     params: dict[str, Any] = msg["params"] if isinstance(msg.get("params"), dict) else {}
     toolset = query.get("toolset", "core")
-    session_id = next((v for k, v in headers.items() if k.lower() == "mcp-session-id"), None)
+    session_id = _header(headers, "mcp-session-id")
     extra: dict[str, str] = {}
     if method == "initialize":
+        if in_batch:
+            return 200, _error(req_id, -32600, "initialize may not be part of a batch"), extra
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
         info = params.get("clientInfo") or {}
         client = info.get("name") if isinstance(info, dict) else None
-        named = {"clientInfo.name": client, **{k: query.get(k) for k in ("namespace", "agent")}}
-        refused = _refused_text(named)
+        refused = _refused_text({"clientInfo.name": client}) or _refused_name(query)
         if refused:
             return 200, _error(req_id, -32602, f"invalid params: {refused}"), extra
         client = client or "mcp-client"
@@ -178,6 +254,8 @@ def handle(
     elif method == "ping":
         result = {}
     elif method == "tools/list":
+        if params.get("cursor") is not None:  # no listing is paged, so no cursor was issued
+            return 200, _error(req_id, -32602, "invalid params: unknown cursor"), extra
         result = {"tools": list_tools(toolset)}
     elif method == "tools/call":
         if not isinstance(params.get("name"), str) or not isinstance(
@@ -189,8 +267,36 @@ def handle(
         if session_id and unstorable(session_id) is None:
             idle = deps.live().mcp_session_run_idle_seconds
             with deps.pool.connection() as conn:
-                session = mcp_sessions.touch_session(conn, session_id, caller.principal, idle)
-        result = _call_tool(params, caller, deps, session)
+                session = mcp_sessions.touch_session(
+                    conn, session_id, caller.org, caller.principal, idle
+                )
+        try:
+            result = _call_tool(params, caller, deps, session)
+        except UnknownToolError as exc:
+            return 200, _error(req_id, -32602, str(exc)), extra
+        except Exception:
+            logger.exception("unhandled MCP tool error", extra={"tool": params.get("name")})
+            return 200, _error(req_id, -32603, "internal error; see the server log"), extra
     else:
         return 200, _error(req_id, -32601, f"method not found: {method}"), extra
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}, extra
+
+
+def _refused_name(query: Mapping[str, str]) -> str | None:
+    """Why the namespace or agent a session is opened with could never be used, or None."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from chalicelib.ops.common import Name
+
+    for key in ("namespace", "agent"):
+        value = query.get(key)
+        if value is None:
+            continue
+        why = unstorable(value)
+        if why:
+            return f"{key}: {why}"
+        try:
+            TypeAdapter(Name).validate_python(value)
+        except ValidationError:
+            return f"{key}: 1 to 256 characters, no spaces"
+    return None

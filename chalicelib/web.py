@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from chalicelib.auth import resolve_caller
 from chalicelib.deps import Deps
-from chalicelib.errors import LoomError
+from chalicelib.errors import ForbiddenError, LoomError
 from chalicelib.observability import logger
 from chalicelib.registry import as_unavailable, call, parse_body
 
-Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
+Answer = tuple[int, dict[str, Any] | list[dict[str, Any]] | None, dict[str, str]]
 IGNORED_HEADER = "X-Loom-Ignored-Args"
 
 
@@ -21,6 +21,7 @@ def handle_op(
 ) -> Answer:
     """POST /v1/<op>: a JSON answer, or the JSON error body with the error's status."""
     try:
+        check_origin(headers, deps, mcp=False)
         caller = resolve_caller(headers, deps)
         result = call(name, parse_body(raw_body), caller, deps)
     except LoomError as exc:
@@ -34,6 +35,50 @@ def handle_op(
         return 500, body, {}
     extra = {IGNORED_HEADER: ignored_header(result.ignored)} if result.ignored else {}
     return 200, result.body, extra
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((v for k, v in headers.items() if k.lower() == name), None)
+
+
+def _hostname(netloc: str) -> str:
+    """ "127.0.0.1:7777" -> "127.0.0.1", "[::1]:7777" -> "::1"."""
+    try:
+        return (urlsplit("//" + netloc).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _netloc(origin: str) -> str:
+    """An Origin's host and port ("" for "null" or what does not parse)."""
+    try:
+        return urlsplit(origin).netloc.lower()
+    except ValueError:
+        return ""
+
+
+def check_origin(headers: Mapping[str, str], deps: Deps, *, mcp: bool) -> None:
+    """Refuse what a web page of another site could send, or a name rebound to this machine.
+
+    With LOOM_AUTH=off no token stands between a browser and the API, so the request must
+    name a loopback host and come from no other web origin. With tokens, a page cannot send
+    one across origins anyway; MCP still asks every server to check Origin (403 when foreign).
+    """
+    host, origin = _header(headers, "host"), _header(headers, "origin")
+    if deps.settings.auth == "off":
+        foreign_host = host is not None and _hostname(host) not in _LOOPBACK
+        foreign_origin = origin is not None and _hostname(_netloc(origin)) not in _LOOPBACK
+        if foreign_host or foreign_origin:
+            raise ForbiddenError(
+                "LOOM_AUTH=off serves this machine only: a request must be sent to localhost,"
+                " 127.0.0.1 or [::1], and not from a page of another web origin; set"
+                " LOOM_AUTH=tokens to serve other hosts"
+            )
+    elif mcp and origin is not None and host is not None and _netloc(origin) != host.lower():
+        raise ForbiddenError(f"/mcp does not answer pages of another web origin ({origin})")
 
 
 def ignored_header(names: list[str]) -> str:
@@ -68,6 +113,7 @@ def handle_mcp(
     from chalicelib import mcp
 
     try:
+        check_origin(headers, deps, mcp=True)
         caller = resolve_caller(headers, deps)
         return mcp.handle(raw_body, query, headers, caller, deps)
     except LoomError as exc:

@@ -23,10 +23,10 @@ def open_session(
 
 
 def touch_session(
-    conn: Connection, session_id: str, principal: str | None, idle_seconds: int
+    conn: Connection, session_id: str, org: str, principal: str | None, idle_seconds: int
 ) -> dict[str, Any] | None:
-    """The session (only for the principal that opened it), with a new implicit run when the
-    last call was longer ago than `idle_seconds`."""
+    """The session (only for the org and principal that opened it), with a new implicit run
+    when the last call was longer ago than `idle_seconds`."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "UPDATE loom.mcp_sessions SET"
@@ -36,7 +36,8 @@ def touch_session(
             " run_started_at = CASE WHEN last_seen_at < now() - make_interval(secs => %(idle)s)"
             "  THEN now() ELSE run_started_at END,"
             " last_seen_at = now()"
-            " WHERE session_id = %(id)s AND principal IS NOT DISTINCT FROM %(principal)s"
+            " WHERE session_id = %(id)s AND org = %(org)s"
+            " AND principal IS NOT DISTINCT FROM %(principal)s"
             " RETURNING org, namespace, agent, run_id, client_name",
-            {"idle": idle_seconds, "id": session_id, "principal": principal},
+            {"idle": idle_seconds, "id": session_id, "org": org, "principal": principal},
         ).fetchone()

@@ -12,6 +12,8 @@ from typing import Any
 
 from chalicelib.openapi import openapi_document
 
+IDENTITY = ("org", "namespace", "agent")  # the fields an `Agent` fills in from its own
+
 HEADER = '''"""Loom's typed results, generated from its OpenAPI document by
 `python -m chalicelib.sdk_codegen`: do not edit."""
 
@@ -77,6 +79,7 @@ def generate() -> str:
     doc = openapi_document()
     gen = Generator(doc["components"]["schemas"])
     ops: list[str] = []
+    identity: list[str] = []
     for item in doc["paths"].values():
         post = item["post"]
         name = post["operationId"]
@@ -84,11 +87,18 @@ def generate() -> str:
         # Results are named after their op: several ops share an output class name.
         result = gen.define(name.replace(".", " ").replace("_", " ") + " Result", schema)
         ops.append(f"    {name!r}: ({post['x-loom-kind']!r}, {result}),")
+        request = post["requestBody"]["content"]["application/json"]["schema"]
+        taken = tuple(f for f in IDENTITY if f in (request.get("properties") or {}))
+        identity.append(f"    {name!r}: {taken!r},")
     body = [HEADER]
     body += [gen.classes[c] + "\n" for c in sorted(gen.classes)]
     body.append(
         "# op name: (kind, result type); kinds read and idempotent are retried on 503\n"
         "OPS: dict[str, tuple[str, Any]] = {\n" + "\n".join(sorted(ops)) + "\n}\n"
+    )
+    body.append(
+        "# op name: the identity fields its input takes; an Agent fills in only these\n"
+        "IDENTITY: dict[str, tuple[str, ...]] = {\n" + "\n".join(sorted(identity)) + "\n}\n"
     )
     return "\n\n".join(body)
 

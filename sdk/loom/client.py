@@ -10,6 +10,7 @@ from typing import Any, cast
 import httpx2
 
 from loom._generated import (
+    IDENTITY,
     OPS,
     ConversationAppendResult,
     MemorySetFromMessagesResult,
@@ -63,12 +64,14 @@ class Agent:
         await self._http.aclose()
 
     async def call(self, op: str, **fields: Any) -> dict[str, Any]:
-        """POST /v1/<op> with this agent's identity filled in; read and idempotent ops are
-        retried on 503 and on connection errors."""
-        body = {"org": self.org, "namespace": self.namespace, "agent": self.agent}
-        body = {k: v for k, v in body.items() if v} | {
-            k: v for k, v in fields.items() if v is not None
-        }
+        """POST /v1/<op> with this agent's identity filled in where the op's input takes it;
+        read and idempotent ops are retried on 503 and on connection errors. A field passed as
+        None is left out, identity included: `namespace=None` asks erasure.request, erasure.export
+        and memory.blacklist for the whole org."""
+        identity = {"org": self.org, "namespace": self.namespace, "agent": self.agent}
+        taken = IDENTITY.get(op, tuple(identity))  # an op newer than this SDK: all of them
+        body = {k: v for k, v in identity.items() if v and k in taken and k not in fields}
+        body |= {k: v for k, v in fields.items() if v is not None}
         retried = OPS.get(op, ("write", None))[0] in RETRIED_KINDS
         for attempt in range(len(RETRY_DELAYS) + 1):
             try:
@@ -211,7 +214,8 @@ class Session:
     def __init__(self, agent: Agent, thread_id: str, *, user_id: str, flush_every: int):
         self._a = agent
         self.thread_id, self.user_id, self.flush_every = thread_id, user_id, max(1, flush_every)
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[dict[str, Any]] = []  # kept until extraction takes them
+        self._flushing = asyncio.Lock()  # one flush at a time: no turn sent twice or out of order
         self.transcript_stored: bool | None = None  # False when the namespace does not record
         self.queue_ids: list[str] = []
 
@@ -228,19 +232,26 @@ class Session:
             self._buffer.append({"role": turn["role"], "content": turn["content"]})
             out.append(result)
             if len(self._buffer) >= self.flush_every:
-                await self.flush()
+                await self._flush(self.flush_every)
         return out
 
     async def flush(self) -> None:
-        """Hand the buffered turns to extraction (deferred: the hot path does not wait)."""
-        if not self._buffer:
-            return
-        turns, self._buffer = self._buffer, []
-        out = await self._a.memory.set_from_messages(
-            turns, user_id=self.user_id, session_id=self.thread_id, defer=True
-        )
-        if out.get("queue_id"):
-            self.queue_ids.append(out["queue_id"])
+        """Hand the buffered turns to extraction (deferred: the hot path does not wait). When
+        the call fails the turns stay buffered, ahead of any appended meanwhile, and the next
+        flush or `close()` sends them again."""
+        await self._flush(1)
+
+    async def _flush(self, at_least: int) -> None:
+        async with self._flushing:
+            if len(self._buffer) < at_least:  # a flush that ran meanwhile took them
+                return
+            turns: list[Mapping[str, Any]] = list(self._buffer)
+            out = await self._a.memory.set_from_messages(
+                turns, user_id=self.user_id, session_id=self.thread_id, defer=True
+            )
+            del self._buffer[: len(turns)]
+            if out.get("queue_id"):
+                self.queue_ids.append(out["queue_id"])
 
     async def resume(self, query: str = "", *, tail: int = 20) -> dict[str, Any]:
         """The memories that answer `query` for this user, and the transcript's tail."""

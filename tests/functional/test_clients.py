@@ -104,6 +104,28 @@ def test_the_extraction_example_runs_and_errors_carry_the_servers_code(server, m
     assert error is not None and (error.status, error.code) == (422, "validation_error")
 
 
+def test_namespace_none_erases_a_user_in_every_namespace(server):
+    """GIVEN u-erase's fact in namespace erase-b WHEN an agent of erase-a asks erasure.request
+    for the user THEN its own namespace only is erased, and with namespace=None the whole org."""
+
+    async def flow():
+        async with Agent("dev", "erase-b", "bot", base_url=server) as other:
+            await other.memory.set("city", "Lisbon", user_id="u-erase")
+        async with Agent("dev", "erase-a", "bot", base_url=server) as bot:
+            own = await bot.call("erasure.request", kind="user", user_id="u-erase")
+            async with Agent("dev", "erase-b", "bot", base_url=server) as other:
+                kept = await other.memory.get("city", user_id="u-erase")
+                org = await bot.call(
+                    "erasure.request", kind="user", user_id="u-erase", namespace=None
+                )
+                gone = await other.memory.get("city", user_id="u-erase")
+        return own, kept, org, gone
+
+    own, kept, org, gone = _run(flow)
+    assert own["namespaces"] == ["erase-a"] and kept["found"] is True
+    assert org["namespaces"] is None and gone["found"] is False
+
+
 def test_an_mcp_client_session_appends_a_turn_and_reads_it_back(server):
     """GIVEN the official `mcp` client on /mcp?toolset=all WHEN it initializes, lists the tools
     and calls loom_conversation_append THEN the turn reads back through loom_op, and a hidden

@@ -10,12 +10,9 @@ from chalicelib.deps import get_deps
 
 app = Chalice(app_name="loom")
 
-_BODY_TYPES = [
-    "application/json",
-    "text/plain",
-    "application/x-www-form-urlencoded",
-    "application/octet-stream",
-]
+# Any media type: the body is read as JSON whatever a client labels it (a bad one answers 400
+# in the contract's error shape, never Chalice's 415).
+_BODY_TYPES = ["*/*"]
 
 
 def _respond(answer: web.Answer) -> Response:
@@ -68,6 +65,11 @@ def mcp_no_stream() -> Response:
 def invoke_op(op_name: str) -> Response:
     request = app.current_request
     return _respond(web.handle_op(op_name, request.raw_body, request.headers, get_deps()))
+
+
+@app.route("/v1/{op_name}", methods=["GET", "PUT", "PATCH", "DELETE", "HEAD"])
+def op_wrong_method(op_name: str) -> Response:
+    return _respond(web.wrong_method(op_name))
 
 
 @app.schedule(Rate(1, unit=Rate.HOURS), name="conversation_retention")

@@ -8,7 +8,7 @@ from urllib.parse import quote, urlsplit
 
 from chalicelib.auth import resolve_caller
 from chalicelib.deps import Deps
-from chalicelib.errors import ForbiddenError, LoomError
+from chalicelib.errors import ForbiddenError, LoomError, UnknownOpError
 from chalicelib.observability import logger
 from chalicelib.registry import as_unavailable, call, parse_body
 
@@ -79,6 +79,17 @@ def check_origin(headers: Mapping[str, str], deps: Deps, *, mcp: bool) -> None:
             )
     elif mcp and origin is not None and host is not None and _netloc(origin) != host.lower():
         raise ForbiddenError(f"/mcp does not answer pages of another web origin ({origin})")
+
+
+def wrong_method(name: str) -> Answer:
+    """/v1/<op> by any method but POST: 404 for an op that does not exist, else 405."""
+    from chalicelib.registry import registered
+
+    if name not in registered():
+        unknown = UnknownOpError(f"no op named {name!r}; POST /v1/<op> with a registered op")
+        return unknown.status, unknown.to_body(), {}
+    message = f"{name} is called with POST /v1/{name} and a JSON body"
+    return 405, {"error": {"code": "method_not_allowed", "message": message}}, {"Allow": "POST"}
 
 
 def ignored_header(names: list[str]) -> str:

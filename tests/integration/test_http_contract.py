@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from chalicelib.auth import mint_token
 
 
@@ -42,3 +44,30 @@ def test_missing_token_is_401_when_auth_is_on(api):
 def test_unknown_token_is_401(api):
     status, _ = api.post("system.whoami", token="loom_not-a-real-token")
     assert status == 401
+
+
+def test_another_method_answers_in_the_contracts_error_shape(client):
+    """GIVEN an op and a name no op has
+    WHEN each is reached by GET, PUT, PATCH or DELETE
+    THEN the op answers 405 (Allow: POST) and the unknown name 404 unknown_op, both with the
+    contract's JSON error body."""
+    for method in ("get", "put", "patch", "delete"):
+        resp = getattr(client.http, method)("/v1/system.whoami")
+        body = json.loads(resp.body)
+        assert (resp.status_code, body["error"]["code"]) == (405, "method_not_allowed"), body
+        assert resp.headers["Allow"] == "POST"
+        resp = getattr(client.http, method)("/v1/no.such_op")
+        assert (resp.status_code, json.loads(resp.body)["error"]["code"]) == (404, "unknown_op")
+
+
+def test_a_json_body_is_read_whatever_media_type_labels_it(api, deps, org):
+    """GIVEN a JSON body labelled application/xml, a JSON-family type or nothing JSON at all
+    WHEN it is posted to an op
+    THEN it is read as JSON and served (never Chalice's 415), and one that is no JSON answers
+    400 in the contract's shape."""
+    token = mint_token(deps, org=org, role="viewer")
+    for media in ("application/xml", "application/vnd.api+json", "image/png"):
+        status, body, _ = api.raw("system.whoami", "{}", token=token, **{"Content-Type": media})
+        assert status == 200, (media, body)
+    status, body, _ = api.raw("system.whoami", "<a/>", token=token, **{"Content-Type": "text/xml"})
+    assert (status, body["error"]["code"]) == (400, "bad_request")

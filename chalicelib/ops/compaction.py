@@ -157,26 +157,45 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         vector = deps.embedder.embed_documents([summary[:EMBED_CHARS]])[0]
     except EmbedderError:
         return refuse("embed-failed", result.tokens_in, result.tokens_out)
-    sources = [t["msg_id"] for t in w.turns if not is_summary(t)]
-    summary_id = "summary-" + hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
-    first = w.turns[0]
-    turn = store.NewTurn(
-        org=inp.org,
-        namespace=inp.namespace,
-        thread_id=inp.thread_id,
-        agent=agent or first["agent"],
-        msg_id=summary_id,
-        role="system",
-        content=summary,
-        metadata={"compacted_from": sources},
-    )
-    retiring = w.turns + w.folded + w.replaced_unread
     with deps.pool.connection() as conn:
         ensure_vector_index(conn, len(vector))
+    retiring = w.turns + w.folded + w.replaced_unread
+    keys = [(t["agent"], t["msg_id"]) for t in retiring]
     with deps.pool.connection() as conn:
         store.take_thread_lease(conn, *scope)
-        store.insert_summary(conn, turn, first["ts"])
-        store.retire_turns(conn, *scope, [(t["agent"], t["msg_id"]) for t in retiring])
+        # The window was read before the summarizer ran: read it again under the lease. A
+        # turn deleted or retired by another compaction meanwhile means the window changed,
+        # and nothing is written; a turn saved meanwhile is left out (it stays live).
+        now = store.window_state(conn, *scope, keys)
+        if len(now.live) < len(set(keys)):
+            changed = "already-compacted" if now.summarised else "nothing-to-compact"
+            return refuse(changed, result.tokens_in, result.tokens_out)
+        kept = [t for t in w.turns if (t["agent"], t["msg_id"]) not in now.saved]
+        sources = [t["msg_id"] for t in kept if not is_summary(t)]
+        if not sources:
+            return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
+        if len(sources) < inp.min_to_compact:
+            return refuse("below-min-to-compact", result.tokens_in, result.tokens_out)
+        wanted = {(t["agent"], t["msg_id"]) for t in kept + w.folded + w.replaced_unread}
+        retired = store.retire_turns(conn, *scope, sorted(wanted))
+        if retired.keys != wanted:  # only the call that retires the turns writes a summary
+            conn.rollback()
+            return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
+        summary_id = "summary-" + hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
+        first = kept[0]
+        turn = store.NewTurn(
+            org=inp.org,
+            namespace=inp.namespace,
+            thread_id=inp.thread_id,
+            agent=agent or first["agent"],
+            msg_id=summary_id,
+            role="system",
+            content=summary,
+            metadata={"compacted_from": sources},
+        )
+        if not store.insert_summary(conn, turn, first["ts"], retired.at):
+            conn.rollback()  # a summary of these turns was deleted: it is not brought back
+            return refuse("already-compacted", result.tokens_in, result.tokens_out)
         store.insert_vectors(
             conn,
             deps.embedder.name,

@@ -6,11 +6,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field, StringConstraints
 
 from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
-from chalicelib.errors import ValidationFailedError
+from chalicelib.errors import UnavailableError, ValidationFailedError
 from chalicelib.legs import beside
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
@@ -35,6 +36,7 @@ SaveReason = Literal[
     "high_sensitivity",
 ]  # fmt: skip
 LEG_DEPTH = 100  # candidates each leg hands to the fusion
+SAVE_ATTEMPTS = 4  # reads of a message that changed while it was being saved, at most
 
 
 class SavedRow(OpOutput):
@@ -89,63 +91,93 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
             ts=ts or deps.clock(),
         )
 
-    with read_connection(deps.pool) as conn:
-        copy = store.find_copy(conn, *key, inp.agent, model)
-    if copy is not None:
-        refusal = _refusal(copy, inp.user_id)
-        if refusal:
-            return answer(False, refusal)
-        if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
-            return answer(True, "duplicate", copy["ts"])
-    content = copy["content"] if copy else inp.content
-    if embedded_reads_as_high(content, EMBED_CHARS):
-        return answer(False, "high_sensitivity")
-    text = content[:EMBED_CHARS]
-    vector, error = None, None
-    if copy is None or not copy["has_vector"]:
-        try:
-            vector = deps.embedder.embed_documents([text])[0]
-        except EmbedderError as exc:
-            error = str(exc)[:1000]
-    agent = copy["agent"] if copy else inp.agent
-    turn = NewTurn(
-        org=inp.org,
-        namespace=inp.namespace,
-        thread_id=inp.conversation_id,
-        agent=agent,
-        msg_id=inp.message_id,
-        role=copy["role"] if copy else inp.role,
-        content=content,
-        user_id=inp.user_id,
-    )
-    with deps.pool.connection() as conn:
-        take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
-        if copy is None:  # under the lease: a concurrent save by any agent stored it already?
+    # What each text embedded to (a vector, or the embed's error), kept across attempts.
+    embedded: dict[str, tuple[np.ndarray | None, str | None]] = {}
+    for _ in range(SAVE_ATTEMPTS):
+        with read_connection(deps.pool) as conn:
+            copy = store.find_copy(conn, *key, inp.agent, model)
+        if copy is not None:
+            refusal = _refusal(copy, inp.user_id)
+            if refusal:
+                return answer(False, refusal)
+            if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
+                return answer(True, "duplicate", copy["ts"])
+        content = copy["content"] if copy else inp.content
+        if embedded_reads_as_high(content, EMBED_CHARS):
+            return answer(False, "high_sensitivity")
+        text = content[:EMBED_CHARS]
+        vector, error = None, None
+        if copy is None or not copy["has_vector"]:
+            if text not in embedded:
+                try:
+                    embedded[text] = (deps.embedder.embed_documents([text])[0], None)
+                except EmbedderError as exc:
+                    embedded[text] = (None, str(exc)[:1000])
+            vector, error = embedded[text]
+        turn = NewTurn(
+            org=inp.org,
+            namespace=inp.namespace,
+            thread_id=inp.conversation_id,
+            agent=copy["agent"] if copy else inp.agent,
+            msg_id=inp.message_id,
+            role=copy["role"] if copy else inp.role,
+            content=content,
+            user_id=inp.user_id,
+        )
+        with deps.pool.connection() as conn:
+            take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
+            # Under the lease: the message as it stands now. An append or save that stored it
+            # meanwhile, an unsave that removed it, or a vector that went means what was read
+            # (and embedded) is stale: read it again, with the stored turn's text.
             landed = store.find_copy(conn, *key, inp.agent, model)
+            if _moved(copy, landed, content):
+                continue
             if landed is None:
                 store.insert_saved_turn(conn, turn)
             else:
-                agent = landed["agent"]
-                turn = replace(turn, agent=agent)
-        claimed = store.claim_saved(conn, *key[:3], agent, inp.message_id, inp.user_id)
-        if claimed is None:
-            conn.rollback()
-            latest = store.find_copy(conn, *key, inp.agent, model)
-            return answer(False, _refusal(latest, inp.user_id) if latest else "deleted")
-        store.flag_embedding(
-            conn,
-            replace(turn, run_id=claimed["run_id"], role=claimed["role"]),
-            model=model,
-            text=text,
-            ts=claimed["ts"],
-            saved_at=claimed["saved_at"],
-            vector=vector,
-            error=error,
-            fresh=vector is not None or error is not None,
-        )
-    if error is not None:
-        return answer(False, "embed_failed", claimed["ts"])
-    return answer(True, "", claimed["ts"])
+                refusal = _refusal(landed, inp.user_id)
+                if refusal:
+                    return answer(False, refusal)
+                turn = replace(turn, agent=landed["agent"])
+            claimed = store.claim_saved(conn, *key[:3], turn.agent, inp.message_id, inp.user_id)
+            if claimed is None:
+                conn.rollback()
+                latest = store.find_copy(conn, *key, inp.agent, model)
+                refusal = _refusal(latest, inp.user_id) if latest else ""
+                if refusal:
+                    return answer(False, refusal)
+                continue  # the copy went meanwhile: read the message again
+            store.flag_embedding(
+                conn,
+                replace(turn, run_id=claimed["run_id"], role=claimed["role"]),
+                model=model,
+                text=text,
+                ts=claimed["ts"],
+                saved_at=claimed["saved_at"],
+                vector=vector,
+                error=error,
+                fresh=vector is not None or error is not None,
+            )
+        if error is not None:
+            return answer(False, "embed_failed", claimed["ts"])
+        return answer(True, "", claimed["ts"])
+    raise UnavailableError(
+        "conversation.save_message: the message kept changing while it was saved; retry"
+    )
+
+
+def _moved(read: dict[str, Any] | None, now: dict[str, Any] | None, content: str) -> bool:
+    """Whether the message changed, between the read outside the lease and the one under it,
+    in a way that makes what was read or embedded stale."""
+    if read is None:  # new then: one stored meanwhile with the same text is saved in place
+        return now is not None and now["content"] != content
+    if now is None:  # removed meanwhile (an unsave where the namespace does not record)
+        return True
+    return (
+        now["agent"] != read["agent"]
+        or now["content"] != read["content"]
+        or (read["has_vector"] and not now["has_vector"])
+    )
 
 
 def _refusal(copy: dict[str, Any], user: str) -> SaveReason:

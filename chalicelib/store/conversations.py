@@ -532,14 +532,19 @@ HOLDS_EMBEDDING = (
 
 
 def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str, str, str]) -> int:
-    """Pass rows whose own agent holds no live copy to another holder, else tombstone them.
+    """Pass rows whose own agent holds no live copy to another holder (with its agent, role,
+    user, run and saved state), else tombstone them.
 
     Returns the turns tombstoned (one per turn however many models hold it).
     """
+    # The row takes the receiving copy's saved state too: a flag its old holder's user set
+    # must not surface under another user; a copy its own user saved is preferred.
     conn.execute(
-        "UPDATE loom.conversation_embeddings e SET (agent, role, user_id, run_id) ="
-        " (SELECT h.agent, h.role, h.user_id, h.run_id FROM loom.conversations h"
-        "  WHERE " + HOLDS_EMBEDDING + " ORDER BY h.ts, h.agent LIMIT 1)"
+        "UPDATE loom.conversation_embeddings e"
+        " SET (agent, role, user_id, run_id, is_saved, saved_at) ="
+        " (SELECT h.agent, h.role, h.user_id, h.run_id, h.is_saved, h.saved_at"
+        "  FROM loom.conversations h"
+        "  WHERE " + HOLDS_EMBEDDING + " ORDER BY h.is_saved DESC, h.ts, h.agent LIMIT 1)"
         " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
         " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ""
         "   AND h.agent = e.agent)"
@@ -576,14 +581,54 @@ def live_thread_turns(
         return cur.execute(query, params).fetchall()
 
 
-def insert_summary(conn: Connection, turn: NewTurn, ts: datetime) -> None:
-    """The compaction summary, placed at the first summarised turn's time."""
-    conn.execute(
-        "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
-        " metadata, ts) VALUES (%s, %s, %s, %s, %s, 'system', %s, %s, %s)"
+@dataclass(frozen=True)
+class WindowState:
+    """A compaction window as it stands under the thread's lease."""
+
+    live: set[tuple[str, str]]  # the (agent, msg_id) turns still live
+    saved: set[tuple[str, str]]  # of those, the ones saved (never summarised or retired)
+    summarised: bool  # a live summary lists a turn of the window no longer live
+
+
+def window_state(
+    conn: Connection, org: str, namespace: str, thread_id: str, keys: list[tuple[str, str]]
+) -> WindowState:
+    """Which of these (agent, msg_id) turns are still live and which are saved, read under the
+    lease; when some are gone, whether a live summary (another compaction's) lists them."""
+    rows = conn.execute(
+        "SELECT c.agent, c.msg_id, c.is_saved FROM loom.conversations c"
+        " JOIN unnest(%s::text[], %s::text[]) AS k(agent, msg_id)"
+        " ON c.agent = k.agent AND c.msg_id = k.msg_id"
+        " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.tombstoned_at IS NULL",
+        ([a for a, _ in keys], [m for _, m in keys], org, namespace, thread_id),
+    ).fetchall()
+    live = {(a, m) for a, m, _ in rows}
+    saved = {(a, m) for a, m, is_saved in rows if is_saved}
+    gone = sorted({m for a, m in keys if (a, m) not in live})
+    summarised = False
+    if gone:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM loom.conversations WHERE org = %s AND namespace = %s"
+            " AND thread_id = %s AND tombstoned_at IS NULL"
+            " AND metadata -> 'compacted_from' ?| %s::text[])",
+            (org, namespace, thread_id, gone),
+        ).fetchone()
+        summarised = bool(row and row[0])
+    return WindowState(live, saved, summarised)
+
+
+def insert_summary(conn: Connection, turn: NewTurn, ts: datetime, retired_at: datetime) -> bool:
+    """The compaction summary, placed at the first summarised turn's time; False when a row of
+    its id exists tombstoned by anything but this compaction's retirement (`retired_at`: a
+    failed run's summary of the same turns it replaces), which is never brought back."""
+    row = conn.execute(
+        "INSERT INTO loom.conversations AS c (org, namespace, thread_id, agent, msg_id, role,"
+        " content, metadata, ts) VALUES (%s, %s, %s, %s, %s, 'system', %s, %s, %s)"
         " ON CONFLICT (org, namespace, thread_id, agent, msg_id) DO UPDATE SET"
         " content = EXCLUDED.content, metadata = EXCLUDED.metadata, ts = EXCLUDED.ts,"
-        " tombstoned_at = NULL",
+        " tombstoned_at = NULL"
+        " WHERE c.tombstoned_at IS NULL OR c.tombstoned_at = %s"
+        " RETURNING c.msg_id",
         (
             turn.org,
             turn.namespace,
@@ -593,26 +638,36 @@ def insert_summary(conn: Connection, turn: NewTurn, ts: datetime) -> None:
             turn.content,
             Jsonb(turn.metadata),
             ts,
+            retired_at,
         ),
-    )
+    ).fetchone()
+    return row is not None
+
+
+@dataclass(frozen=True)
+class Retired:
+    at: datetime  # the tombstone time stamped on them
+    keys: set[tuple[str, str]]  # the (agent, msg_id) turns this call retired
 
 
 def retire_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, keys: list[tuple[str, str]]
-) -> int:
+) -> Retired:
     """Tombstone these (agent, msg_id) turns if still live and unsaved, then settle the
-    thread's embeddings as a delete does; returns the turns retired."""
+    thread's embeddings as a delete does; returns the turns retired (the caller holds the
+    lease, and writes a summary only of turns it retired)."""
     row = conn.execute("SELECT clock_timestamp()").fetchone()
     assert row is not None
     retired = conn.execute(
         "UPDATE loom.conversations c SET tombstoned_at = %s"
         " FROM unnest(%s::text[], %s::text[]) AS k(agent, msg_id)"
         " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.agent = k.agent"
-        " AND c.msg_id = k.msg_id AND c.tombstoned_at IS NULL AND NOT c.is_saved",
+        " AND c.msg_id = k.msg_id AND c.tombstoned_at IS NULL AND NOT c.is_saved"
+        " RETURNING c.agent, c.msg_id",
         (row[0], [a for a, _ in keys], [m for _, m in keys], org, namespace, thread_id),
-    ).rowcount
+    ).fetchall()
     _settle_thread_embeddings(conn, row[0], (org, namespace, thread_id))
-    return retired
+    return Retired(row[0], {(a, m) for a, m in retired})
 
 
 def purge_expired_turns(conn: Connection, older_than_days: int, batch: int) -> int:

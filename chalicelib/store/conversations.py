@@ -531,20 +531,25 @@ HOLDS_EMBEDDING = (
 )
 
 
+# An embedding row passed to the live copy that holds it (HOLDS_EMBEDDING) takes that copy's
+# agent, role, user, run and saved state: a flag its old holder's user set must not surface
+# under another user; a copy its own user saved is preferred.
+PASSED_TO_HOLDER = (
+    "(agent, role, user_id, run_id, is_saved, saved_at) ="
+    " (SELECT h.agent, h.role, h.user_id, h.run_id, h.is_saved, h.saved_at"
+    "  FROM loom.conversations h"
+    "  WHERE " + HOLDS_EMBEDDING + " ORDER BY h.is_saved DESC, h.ts, h.agent LIMIT 1)"
+)
+
+
 def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str, str, str]) -> int:
     """Pass rows whose own agent holds no live copy to another holder (with its agent, role,
     user, run and saved state), else tombstone them.
 
     Returns the turns tombstoned (one per turn however many models hold it).
     """
-    # The row takes the receiving copy's saved state too: a flag its old holder's user set
-    # must not surface under another user; a copy its own user saved is preferred.
     conn.execute(
-        "UPDATE loom.conversation_embeddings e"
-        " SET (agent, role, user_id, run_id, is_saved, saved_at) ="
-        " (SELECT h.agent, h.role, h.user_id, h.run_id, h.is_saved, h.saved_at"
-        "  FROM loom.conversations h"
-        "  WHERE " + HOLDS_EMBEDDING + " ORDER BY h.is_saved DESC, h.ts, h.agent LIMIT 1)"
+        "UPDATE loom.conversation_embeddings e SET " + PASSED_TO_HOLDER + ""
         " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
         " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ""
         "   AND h.agent = e.agent)"

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from psycopg import Connection, sql
 
 from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
+from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
 from chalicelib.store.conversations import take_thread_leases
 from chalicelib.store.turn_windows import rewrite_thread_windows
 
@@ -222,9 +223,7 @@ def erase_threads(
     _run(
         conn,
         sql.SQL(
-            "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e"
-            " SET (agent, role, user_id, run_id) = (SELECT h.agent, h.role, h.user_id, h.run_id"
-            "  FROM loom.conversations h WHERE " + HOLDS + " ORDER BY h.ts, h.agent LIMIT 1)"
+            "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e SET " + PASSED + ""
             " FROM batch b WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NULL"
             " AND {subj} AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS + ")"
         ).format(subj=subj_e),

@@ -521,3 +521,27 @@ def test_a_failed_runs_summary_of_the_same_turns_is_replaced_in_place(t, deps, p
     assert live[0]["content"] == SUMMARY
     (vec,) = vectors(pool, org, stale_id)
     assert vec["tombstoned_at"] is None and vec["has_vector"] and vec["text"] == SUMMARY
+
+
+def test_an_erasure_passing_a_saved_embedding_on_passes_the_new_copys_saved_state(
+    t, deps, pool, org
+):
+    """GIVEN m1 logged by agent a1 for user u1 and by agent a2 for user u2 (one shared
+    embedding row, a1's), and saved by u1 through a1
+    WHEN u1 is erased (without purge)
+    THEN the embedding row passes to u2's copy with its saved state (not saved): u2's saved
+    search and saved status are empty, while a2's turn is still found by search.
+    """
+    t.append("c", TEXT, msg_id="m1", agent="a1", user_id="u1")
+    t.append("c", TEXT, msg_id="m1", agent="a2", user_id="u2")
+    assert save(t, "c", "m1", TEXT, agent="a1")["indexed"]
+    op(deps, org, "erasure.request", kind="user", user_id="u1")
+
+    (vec,) = vectors(pool, org, "m1")
+    assert (vec["agent"], vec["user_id"], vec["tombstoned_at"]) == ("a2", "u2", None)
+    assert (vec["is_saved"], vec["saved_at"]) == (False, None)
+    assert search_saved(t, "harbour ferry timetable", user="u2") == []
+    status = t.ok("conversation.saved_status", agent="*", user_id="u2", conversation_id="c",
+                  message_ids=["m1"], as_="viewer")  # fmt: skip
+    assert status["saved"] == []
+    assert "m1" in t.hit_ids("harbour ferry timetable", agent="a2")

@@ -94,6 +94,21 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
     )
 
 
+def check_name(option: str, value: str) -> None:
+    """Refuse an org or namespace name no op accepts (a token bound to it could never work)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from chalicelib.ops.common import Name
+
+    try:
+        TypeAdapter(Name).validate_python(value)
+    except ValidationError:
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise BadRequestError(
+            f"{option} {shown!r} is not a valid name: use 1-256 characters, no spaces"
+        ) from None
+
+
 def mint_token(
     deps: Deps,
     *,
@@ -111,8 +126,9 @@ def mint_token(
         raise BadRequestError(f"read scope must be one of {', '.join(READ_SCOPES)}")
     if read_user_id and read_scope != "own_user":
         raise BadRequestError("--read-user-id needs --read-scope own_user")
-    if not org:
-        raise BadRequestError("a token needs an org")
+    check_name("--org", org)
+    if namespace is not None:
+        check_name("--namespace", namespace)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     from chalicelib.store.tokens import insert_token
 

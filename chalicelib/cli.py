@@ -4,19 +4,26 @@ reextract."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from chalicelib.config import BOOT_ONLY, Settings, setting_name, with_overrides
 from chalicelib.deps import Deps, set_deps
 from chalicelib.errors import LoomError, ValidationFailedError
+from chalicelib.observability import logging_to_stderr
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +38,8 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     from chalicelib.workers.schedule import run_forever
 
     settings = deps.settings
+    port = args.port or settings.port
+    _check_port_free(port)
     if not settings.database_url:
         _say(f"Starting the embedded PostgreSQL in {Path(settings.data_dir).resolve()} ...")
     url = deps.database_url()
@@ -38,21 +47,21 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     _say(f"Database ready ({len(applied)} migration(s) applied).")
     env = dict(os.environ, LOOM_DATABASE_URL=url)
     chalice = Path(sys.executable).parent / "chalice"
-    port = str(args.port or settings.port)
-    cmd = [str(chalice), "local", "--host", "127.0.0.1", "--port", port, "--stage", "local"]
+    cmd = [str(chalice), "local", "--host", "127.0.0.1", "--port", str(port), "--stage", "local"]
     cmd.append("--no-autoreload")  # a served API does not restart when a file is saved
     child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env)
-    _say(
-        f"Loom is serving on http://127.0.0.1:{port} (auth {settings.auth}, org {settings.org});"
-        " Ctrl-C stops it and keeps the data."
-    )
     stop = threading.Event()
-    workers = threading.Thread(target=run_forever, args=(deps, stop), daemon=True)
-    workers.start()
     # A SIGTERM (a supervisor, a test) stops the server as Ctrl-C does: never leave the
     # API process behind.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
+        if not _listening(child, port):
+            raise LoomError(f"the API server on port {port} stopped before it served; see above")
+        _say(
+            f"Loom is serving on http://127.0.0.1:{port} (auth {settings.auth},"
+            f" org {settings.org}); Ctrl-C stops it and keeps the data."
+        )
+        threading.Thread(target=run_forever, args=(deps, stop), daemon=True).start()
         return child.wait()
     except KeyboardInterrupt:
         _say("Stopping ...")
@@ -70,6 +79,34 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _check_port_free(port: int) -> None:
+    """Refuse a port another process holds before anything starts: chalice local would say so
+    only in a traceback."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as chalice local binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise LoomError(
+                    f"port {port} is in use; stop the other server or set LOOM_PORT / --port"
+                ) from exc
+            raise LoomError(
+                f"cannot listen on port {port} ({exc.strerror}); set LOOM_PORT / --port"
+            ) from exc
+
+
+def _listening(child: subprocess.Popen[bytes], port: int) -> bool:
+    """Wait until the API process accepts connections; False when it exits first."""
+    while child.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 def cmd_migrate(args: argparse.Namespace, deps: Deps) -> int:
@@ -138,6 +175,8 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         turns = parse_transcript(text)
     except (OSError, UnicodeDecodeError, TranscriptError) as exc:
         raise LoomError(f"cannot read {args.file}: {exc}") from exc
+    if not turns:
+        raise LoomError(f"{args.file} holds no turns with text; nothing was appended")
     thread_id = args.thread_id or transcript_thread_id(text)
     if args.dry_run:
         roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
@@ -221,6 +260,8 @@ def _ingest_over_http(
                 message = json.loads(exc.read())["error"]["message"]
             except (ValueError, KeyError, TypeError):
                 message = str(exc.reason)
+            if exc.code == 401:
+                message += ". Set LOOM_TOKEN to a token from `loom token mint`"
             raise LoomError(f"{url} answered {exc.code}: {message}") from exc
         except (OSError, ValueError) as exc:
             raise LoomError(f"cannot reach {args.url}: {exc}") from exc
@@ -249,10 +290,16 @@ def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
 
 def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     """Extract a namespace's recorded transcripts again into a fresh namespace."""
-    from chalicelib.auth import local_caller
+    from chalicelib.auth import check_name, local_caller
     from chalicelib.registry import call
     from chalicelib.store.evidence import requests_of
 
+    for option, name in (
+        ("--org", args.org),
+        ("--namespace", args.namespace),
+        ("--into", args.into),
+    ):
+        check_name(option, name)
     if args.namespace == args.into:
         raise LoomError("--into must name another namespace; the source is only read")
     with deps.pool.connection() as conn:
@@ -276,12 +323,47 @@ def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
+def _int_between(low: int, high: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low}-{high}{why}, not {value}")
+        return value
+
+    return parse
+
+
+def _timeout_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 600:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 600 seconds, not {text}")
+    return value
+
+
+def _http_url(text: str) -> str:
+    if not text.lower().startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} needs http:// or https://, e.g. http://127.0.0.1:7777"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loom", description="Loom: the memory service.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve the HTTP API and the workers")
-    serve.add_argument("--port", type=int, default=None, help="default LOOM_PORT (7777)")
+    serve.add_argument(
+        "--port", type=_int_between(1, 65535), default=None, help="default LOOM_PORT (7777)"
+    )
     serve.set_defaults(fn=cmd_serve)
 
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
@@ -318,15 +400,23 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--run-id", default="-")
     ingest.add_argument("--dry-run", action="store_true", help="count the turns, append nothing")
     ingest.add_argument(
-        "--url", default=None, help="append through a running server (http://HOST:PORT) instead"
+        "--url",
+        type=_http_url,
+        default=None,
+        help="append through a running server (http://HOST:PORT) instead; under"
+        " LOOM_AUTH=tokens set LOOM_TOKEN to a token from `loom token mint`",
     )
-    ingest.add_argument("--timeout", type=float, default=10.0, help="seconds per call with --url")
+    ingest.add_argument(
+        "--timeout", type=_timeout_seconds, default=10.0, help="seconds per call with --url"
+    )
     ingest.set_defaults(fn=cmd_ingest_transcript)
 
     drops = sub.add_parser("drops", help="what extraction dropped, summed")
     drops.add_argument("--namespace", required=True)
     drops.add_argument("--org", default=None, help="default LOOM_ORG")
-    drops.add_argument("--hours", type=int, default=24)
+    drops.add_argument(
+        "--hours", type=_int_between(1, 720, " (drops are kept 30 days)"), default=24
+    )
     drops.set_defaults(fn=cmd_drops)
 
     reextract = sub.add_parser("reextract", help="extract a namespace again into a fresh one")
@@ -337,14 +427,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _bad_settings(exc: ValidationError | SettingsError) -> list[str]:
+    """One line per LOOM_* variable that does not validate: its name, value and what is wrong."""
+    if isinstance(exc, SettingsError):
+        return [f"{exc}; fix or unset that LOOM_* variable"]
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = field.upper()  # a field name, or the alias it was read under (OPENAI_API_KEY)
+        var = name if name.startswith(("LOOM_", "OPENAI_")) else f"LOOM_{name}"
+        value = "" if "url" in field or "key" in field else f"={str(err['input'])[:60]}"
+        said = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{var}{value}: {said}; fix or unset {var}")
+    return lines
+
+
+def _database_unreachable(settings: Settings, exc: psycopg.OperationalError) -> str:
+    said = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    if settings.database_url:
+        return (
+            f"cannot connect to LOOM_DATABASE_URL ({said}): check that PostgreSQL runs at that"
+            " host and port, or unset LOOM_DATABASE_URL to use the embedded database"
+        )
+    if settings.database_secret_arn:
+        return (
+            f"cannot connect to the database of LOOM_DATABASE_SECRET_ARN ({said}): check"
+            " LOOM_DATABASE_HOST and that the database runs"
+        )
+    return (
+        f"the embedded database in LOOM_DATA_DIR={settings.data_dir} does not answer ({said});"
+        " try again, or set LOOM_DATA_DIR to another directory"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    deps = Deps()
+    with logging_to_stderr():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        deps = Deps()
+    except (ValidationError, SettingsError) as exc:
+        for line in _bad_settings(exc):
+            _say(f"error: {line}")
+        return 2
     set_deps(deps)
     try:
         return int(args.fn(args, deps))
     except LoomError as exc:
         _say(f"error: {exc.message}")
+        return 2
+    except psycopg.OperationalError as exc:
+        _say(f"error: {_database_unreachable(deps.settings, exc)}")
         return 2
     finally:
         if args.command != "serve":

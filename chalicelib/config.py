@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Settings that shape the process itself: read once at start, never from the database.
 BOOT_ONLY = frozenset(
@@ -35,8 +35,30 @@ BOOT_ONLY = frozenset(
         "llm_timeout_seconds",
         "embed_timeout_seconds",
         "extraction_queue_url",
+        # The live-settings reader and the policy cache take these from the boot settings.
+        "settings_refresh_seconds",
+        "model_calls_policy_refresh_seconds",
+        "model_calls_policy_max_stale_seconds",
     }
 )
+
+
+def _text_list(value: Any) -> Any:
+    """A list written as text, in the environment or a live setting: a JSON array, or
+    comma-separated names (`*`, `bot-a,bot-b`)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list):
+        return parsed
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+# NoDecode: pydantic-settings would read a list variable as JSON only.
+TextList = Annotated[list[str], NoDecode, BeforeValidator(_text_list)]
 
 
 class Settings(BaseSettings):
@@ -49,7 +71,7 @@ class Settings(BaseSettings):
     # Process and deployment.
     auth: Literal["off", "tokens"] = "off"
     org: str = "local"
-    port: int = 7777
+    port: int = Field(default=7777, ge=1, le=65535)
     data_dir: str = ".loom"
     database_url: str | None = None
     migrate_on_start: bool = True
@@ -118,11 +140,11 @@ class Settings(BaseSettings):
     memory_extract_coverage_sweep_min_turns: int = Field(default=2, ge=1)
     memory_extract_value_updates: bool = False
     memory_extract_agent_learnings: bool = False
-    memory_extract_verify_models: list[str] = Field(default_factory=list)
+    memory_extract_verify_models: TextList = Field(default_factory=list)
     memory_extract_verify_timeout_s: float = Field(default=20.0, ge=0)
     memory_chunks_max_per_call: int = Field(default=20, ge=0)
     memory_chunk_chars: int = Field(default=1500, ge=200)
-    extraction_defer_agents: list[str] = Field(default_factory=list)
+    extraction_defer_agents: TextList = Field(default_factory=list)
     extraction_queue_url: str | None = None  # unset: the local worker polls the table
     extraction_queue_enabled: bool = True
     extraction_queue_max_attempts: int = Field(default=8, ge=1)
@@ -143,6 +165,23 @@ class Settings(BaseSettings):
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
 
+    @field_validator("database_url")
+    @classmethod
+    def _connection_string(cls, url: str | None) -> str | None:
+        """Refuse at start a URL libpq cannot parse (parsing only: nothing is connected)."""
+        if url:
+            from psycopg import ProgrammingError
+            from psycopg.conninfo import conninfo_to_dict
+
+            try:
+                conninfo_to_dict(url)
+            except ProgrammingError as exc:
+                raise ValueError(
+                    f"not a PostgreSQL URL ({str(exc).strip()}); write it as"
+                    " postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
+                ) from exc
+        return url
+
 
 def setting_name(raw: str) -> str:
     """Normalise `LOOM_FOO_BAR` or `foo_bar` to the field name `foo_bar`."""
@@ -150,25 +189,10 @@ def setting_name(raw: str) -> str:
     return name[len("loom_") :] if name.startswith("loom_") else name
 
 
-def _coerce(name: str, value: Any) -> Any:
-    """A stored text value as its field wants it: a list from JSON or comma-separated text."""
-    if isinstance(value, str) and "list" in str(Settings.model_fields[name].annotation):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = [part.strip() for part in value.split(",") if part.strip()]
-        return parsed
-    return value
-
-
 def with_overrides(base: Settings, overrides: dict[str, Any], strict: bool = True) -> Settings:
     """A copy of `base` with live values applied and validated; boot-only names are skipped.
     With strict=False a value that does not validate is left out instead of raising."""
-    live = {
-        k: _coerce(k, v)
-        for k, v in overrides.items()
-        if k in Settings.model_fields and k not in BOOT_ONLY
-    }
+    live = {k: v for k, v in overrides.items() if k in Settings.model_fields and k not in BOOT_ONLY}
     while live:
         try:
             return Settings.model_validate({**base.model_dump(), **live})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from chalicelib.config import Settings, setting_name, with_overrides
+from chalicelib.errors import UnavailableError
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -62,7 +64,14 @@ class Deps:
             return database_url(self.settings.database_secret_arn, self.settings.database_host)
         from chalicelib.store.embedded import start_embedded
 
-        return start_embedded(self.settings.data_dir)
+        try:
+            return start_embedded(self.settings.data_dir)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise UnavailableError(
+                f"cannot start the embedded PostgreSQL in LOOM_DATA_DIR={self.settings.data_dir}"
+                f" ({exc}): set LOOM_DATA_DIR to a directory you can write, or LOOM_DATABASE_URL"
+                " to a running PostgreSQL"
+            ) from exc
 
     @property
     def pool(self) -> ConnectionPool:

@@ -3,10 +3,15 @@ reading the source only."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from chalicelib import cli
 from chalicelib.deps import set_deps
+from chalicelib.observability import logger
 from chalicelib.providers import llm as llm_module
 from tests.integration.test_memory_support import (
     NS,
@@ -78,3 +83,34 @@ def test_reextract_into_the_source_itself_is_refused(m, cli_env, capsys):
 
     assert cli.main(["reextract", "--org", m.org, "--namespace", NS, "--into", NS]) == 2
     assert "--into" in capsys.readouterr().err
+
+
+@contextmanager
+def logging_to_stdout() -> Iterator[None]:
+    """The logger as a fresh process has it: writing to (this test's) stdout."""
+    handler = logger.registered_handler
+    old = handler.setStream(sys.stdout)
+    try:
+        yield
+    finally:
+        handler.setStream(old)
+
+
+def test_reextract_keeps_log_lines_off_stdout(m, deps, cli_env, capsys):
+    """GIVEN a transcript extracted into a namespace, and the logger writing to stdout
+    WHEN `loom reextract` runs THEN stdout holds only its result line, and each op's JSON log
+    line goes to stderr.
+    """
+    scripted(deps, reply(fact("user", "home city", "The user lives in Lisbon.")))
+    m.extract_ok(turns(("user", "I live in Lisbon.")), session_id="s1")
+    again = scripted(deps, reply(fact("user", "home city", "The user lives in Lisbon.")))
+    cli_env.setattr(llm_module, "build_llm", lambda settings: again)
+    capsys.readouterr()
+
+    with logging_to_stdout():
+        code = cli.main(["reextract", "--org", m.org, "--namespace", NS, "--into", DST])
+
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out.splitlines() == [f"re-extracted 1 requests into {m.org}/{DST}: 1 rows"]
+    assert "memory.set_from_messages" in captured.err

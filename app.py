@@ -6,6 +6,7 @@ from chalice import Chalice, Rate, Response
 from chalice.app import SQSEvent
 
 from chalicelib import dashboard, web
+from chalicelib.config import Settings
 from chalicelib.deps import get_deps
 
 app = Chalice(app_name="loom")
@@ -13,6 +14,19 @@ app = Chalice(app_name="loom")
 # Any media type: the body is read as JSON whatever a client labels it (a bad one answers 400
 # in the contract's error shape, never Chalice's 415).
 _BODY_TYPES = ["*/*"]
+
+
+def _every(setting: str, seconds_per_unit: int) -> Rate:
+    """A schedule's cadence from its setting as packaged (`LOOM_<NAME>`, else its default), in
+    whole minutes, at least one (EventBridge's finest rate). A value that does not read keeps
+    the default: the settings' own check names it when the function first runs."""
+    default = float(Settings.model_fields[setting].default)
+    try:
+        value = float(os.environ.get("LOOM_" + setting.upper()) or default)
+    except ValueError:
+        value = default
+    minutes = round(value * seconds_per_unit / 60) if value == value else 1  # NaN: 1 minute
+    return Rate(max(1, minutes), unit=Rate.MINUTES)
 
 
 def _respond(answer: web.Answer) -> Response:
@@ -72,14 +86,14 @@ def op_wrong_method(op_name: str) -> Response:
     return _respond(web.wrong_method(op_name))
 
 
-@app.schedule(Rate(1, unit=Rate.HOURS), name="conversation_retention")
+@app.schedule(_every("retention_interval_minutes", 60), name="conversation_retention")
 def conversation_retention(event: object) -> dict[str, int]:
     from chalicelib.workers.retention import purge_expired_conversations
 
     return purge_expired_conversations(get_deps())
 
 
-@app.schedule(Rate(15, unit=Rate.MINUTES), name="conversation_titler")
+@app.schedule(_every("conversation_titler_interval_minutes", 60), name="conversation_titler")
 def conversation_titler(event: object) -> dict[str, int]:
     from chalicelib.workers.titler import title_threads
 
@@ -102,21 +116,21 @@ def extraction_queue_expiry(event: object) -> int:
     return expire_stale_jobs(get_deps())
 
 
-@app.schedule(Rate(5, unit=Rate.MINUTES), name="observe_extract")
+@app.schedule(_every("observe_extract_interval_seconds", 1), name="observe_extract")
 def observe_extract(event: object) -> dict[str, int]:
     from chalicelib.workers.observe_extract import distil_sessions
 
     return distil_sessions(get_deps())
 
 
-@app.schedule(Rate(5, unit=Rate.MINUTES), name="entity_extractor")
+@app.schedule(_every("memory_workers_interval_seconds", 1), name="entity_extractor")
 def entity_extractor(event: object) -> dict[str, int]:
     from chalicelib.workers.memory_maintenance import extract_entities
 
     return extract_entities(get_deps())
 
 
-@app.schedule(Rate(5, unit=Rate.MINUTES), name="embedding_worker")
+@app.schedule(_every("memory_workers_interval_seconds", 1), name="embedding_worker")
 def embedding_worker(event: object) -> dict[str, int]:
     from chalicelib.workers.memory_maintenance import embed_missing
 

@@ -45,7 +45,10 @@ def healthz() -> Response:
 
 @app.route("/", methods=["GET"])
 def dashboard_page() -> Response:
-    status, body, headers = dashboard.page()
+    # The full path a client asked for (an API Gateway stage root such as /dev included).
+    request = app.current_request
+    path = (request.context or {}).get("path", "/") if request is not None else "/"
+    status, body, headers = dashboard.page(path)
     return Response(body=body, status_code=status, headers=headers)
 
 

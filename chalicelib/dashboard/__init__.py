@@ -41,14 +41,32 @@ def _files() -> frozenset[str]:
     return frozenset(p.name for p in STATIC.iterdir() if p.suffix in TYPES)
 
 
-def page() -> Served:
-    """GET /: the dashboard's one page."""
-    return asset(INDEX)
+def page(path: str = "/") -> Served:
+    """GET /: the dashboard's one page. Its asset and API URLs are relative to a folder, so a
+    page address without the trailing slash (an API Gateway stage root such as `/dev`: pass
+    the request's full path) is sent to the one with it; the relative Location keeps any
+    prefix the client used."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if last and not path.endswith("/"):
+        return _redirect(f"{last}/")
+    return _serve(INDEX)
 
 
 def asset(name: str) -> Served:
-    """GET /dashboard/<name>: one file of the static folder, by exact name; anything else 404."""
+    """GET /dashboard/<name>: one file of the static folder, by exact name; anything else 404.
+    The page itself, asked for here, is sent to `/`: its relative URLs only resolve there."""
+    if name == INDEX:
+        return _redirect("../")
     if name not in _files():
         return 404, "not found", {"Content-Type": "text/plain; charset=utf-8"}
+    return _serve(name)
+
+
+def _serve(name: str) -> Served:
     content_type = TYPES[Path(name).suffix]
     return 200, _read(name), {"Content-Type": content_type, **SECURITY_HEADERS}
+
+
+def _redirect(location: str) -> Served:
+    headers = {"Location": location, "Content-Type": "text/plain; charset=utf-8"}
+    return 302, f"see {location}", {**headers, **SECURITY_HEADERS}

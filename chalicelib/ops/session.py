@@ -16,6 +16,7 @@ from chalicelib.brief.sections import ACCUMULATING, BriefSections, merge, render
 from chalicelib.errors import BadRequestError, ConflictError, UnavailableError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.registry import OpContext, op
+from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import session_briefs as store
 from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import read_connection
@@ -454,9 +455,18 @@ def _age(seconds: int) -> str:
     return f"{seconds}s ago"
 
 
+def _listed_goal(goal: str) -> str:
+    """The goal as the list shows it: empty when it, or the one line `rendered` cuts from it,
+    reads as high (as conversation.threads blanks such a title)."""
+    line = " ".join(goal.split())[:120]
+    return "" if reads_as_high(goal) or reads_as_high(line) else goal
+
+
 @op("session.brief_list", role="viewer", kind="read", mcp="unlisted", scopes=ALL_SCOPES)
 def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
-    """The namespace's live briefs, newest first, one line each."""
+    """The namespace's live briefs, newest first, one line each.
+
+    A goal that reads as high lists empty (session.brief_get still shows the brief)."""
     caller = ctx.caller
     with read_connection(ctx.deps.pool) as conn:
         rows = store.find_briefs(
@@ -475,7 +485,7 @@ def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
             brief_key=_shown(caller, r["brief_key"], inp.user_id, inp.session_id),
             revision=r["revision"],
             agent=r["agent"],
-            goal=(r["sections"] or {}).get("goal", ""),
+            goal=_listed_goal((r["sections"] or {}).get("goal", "")),
             project=r["project"],
             branch=r["branch"],
             updated_at=r["updated_at"],

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from chalicelib import dashboard
 from chalicelib.auth import mint_token
 from chalicelib.providers.llm import LLMResult
 from tests.live_server import ROOT, live_server
@@ -128,12 +129,12 @@ def call(base: str, op: str, token: str | None = None, **body: Any) -> dict[str,
 
 
 def append(base: str, org: str, thread: str, role: str, content: str, **more: Any) -> dict:
+    more.setdefault("agent", "bot")
     return call(
         base,
         "conversation.append",
         org=org,
         namespace="support",
-        agent="bot",
         thread_id=thread,
         role=role,
         content=content,
@@ -184,6 +185,23 @@ def test_a_first_visit_shows_the_conversations_page_with_only_its_own_origin(pag
     page.shot("first-visit")
 
 
+def test_the_skip_link_moves_focus_and_keeps_the_state_in_the_url(page, server, org):
+    """GIVEN the page open on a thread, its org, namespace and thread in the URL WHEN a
+    keyboard user follows "Skip to the open thread" THEN focus lands on the thread and the URL
+    still holds the state, and no history entry is added."""
+    record(server, org)
+    append(server, org, "t1", "user", "hello", msg_id="a")
+    page.open(org, "support", "&thread=t1")
+    tab = page.tab
+    tab.wait_for_selector('#messages li[data-msg="a"]')
+    before, depth = tab.evaluate("[location.hash, history.length]")
+    tab.focus("a.skip")
+    tab.keyboard.press("Enter")
+    tab.wait_for_function("() => document.activeElement.id === 'thread'")
+    assert tab.evaluate("[location.hash, history.length]") == [before, depth]
+    assert "thread=t1" in before
+
+
 def test_asset_route_serves_only_the_dashboards_own_files(server):
     """GIVEN the server WHEN a browser asks for a file beside the dashboard's own, or for a
     path that climbs out of its folder THEN it gets a 404, never a file of the package."""
@@ -193,6 +211,21 @@ def test_asset_route_serves_only_the_dashboards_own_files(server):
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"{server}/dashboard/{name}")
         assert err.value.code in (403, 404)
+
+
+def test_the_page_answers_only_at_a_folder_address_so_its_relative_urls_resolve(page, org):
+    """GIVEN the page's asset and API URLs are relative to its folder WHEN a browser opens
+    /dashboard/index.html THEN it is sent to / and the page works there; WHEN the page is
+    asked for at a stage root without its trailing slash THEN the answer sends it to the
+    address with one, keeping any prefix (a relative Location)."""
+    response = page.tab.goto(page.base + "/dashboard/index.html")
+    assert response is not None and response.status == 200
+    assert page.tab.url == page.base + "/"
+    page.tab.wait_for_selector("#context:not([hidden])")
+    assert all(urlsplit(u).path.count("/dashboard/") <= 1 for u in page.urls), page.urls
+    status, _, headers = dashboard.page("/dev")
+    assert (status, headers["Location"]) == (302, "dev/")
+    assert dashboard.page("/dev/")[0] == dashboard.page()[0] == 200
 
 
 # ---- recording, threads and titles ---------------------------------------------------------
@@ -507,10 +540,109 @@ def test_threads_and_turns_page_newest_first(page, server, org):
     assert asked == [{f"m{i:02d}" for i in range(2, 52)}, {"m00", "m01"}]
 
 
+def shown_turns(tab) -> list[str]:
+    return tab.eval_on_selector_all("#messages li", "els => els.map(e => e.dataset.msg)")
+
+
+def listed(tab, selector: str) -> list[str]:
+    return tab.eval_on_selector_all(
+        selector, "els => els.map(e => e.dataset.thread || e.dataset.msg)"
+    )
+
+
+def test_show_earlier_pressed_twice_loads_each_page_once(page, server, org):
+    """GIVEN a thread of 60 turns, open on its newest 50 WHEN "Show earlier messages" is
+    pressed twice before the first page arrives (a double click) THEN the second press does
+    nothing: one page is asked for, and every turn is drawn once, in order."""
+    record(server, org)
+    for i in range(60):
+        append(server, org, "long", ("user", "assistant")[i % 2], f"turn {i}", msg_id=f"m{i:02d}")
+    page.open(org, "support", "&thread=long")
+    tab = page.tab
+    tab.wait_for_selector('#messages li[data-msg="m59"]')
+    page.wait_idle()
+    tab.evaluate(
+        "() => { const b = document.getElementById('thread-earlier'); b.click(); b.click(); }"
+    )
+    tab.wait_for_selector('#messages li[data-msg="m00"]')
+    page.wait_idle()
+    assert shown_turns(tab) == [f"m{i:02d}" for i in range(60)]
+    assert [c["offset"] for c in page.calls("conversation.get")] == [0, 50]
+    assert tab.is_hidden("#thread-earlier")
+
+
+def test_lists_neither_repeat_nor_drop_items_when_the_data_changes_between_pages(page, server, org):
+    """GIVEN 26 threads (one 60 turns long), the first 20 listed, and 21 saved messages
+    WHEN a thread beyond the first page and one on it get new turns, then the user loads more
+    threads; WHEN more than a page of turns is appended to the open long thread, then the
+    user asks for earlier ones; WHEN Refresh and Load more are pressed together (threads, and
+    the Saved panel) THEN no thread or turn is listed twice and none goes missing, and a load
+    in flight is superseded by a refresh, never run against the offset or cursor it reset."""
+    record(server, org)
+    for i in range(60):
+        append(server, org, "long", ("user", "assistant")[i % 2], f"turn {i}", msg_id=f"m{i:02d}")
+    for i in range(25):
+        append(server, org, f"t{i:02d}", "user", f"thread {i:02d}")
+    for i in range(21):
+        call(
+            server,
+            "conversation.save_message",
+            org=org,
+            namespace="support",
+            agent="bot",
+            user_id="local",
+            conversation_id="long",
+            message_id=f"m{i:02d}",
+            role=("user", "assistant")[i % 2],
+            content=f"turn {i}",
+        )
+    everyone = sorted(["long", *(f"t{i:02d}" for i in range(25))])
+    page.open(org, "support")
+    tab = page.tab
+    assert len(listed(tab, "#threads .item")) == 20
+    append(server, org, "t00", "assistant", "back again")  # was on page 2: now the newest
+    append(server, org, "t10", "assistant", "and again")  # on page 1
+    tab.click("#threads-more")
+    tab.wait_for_selector('#threads .item[data-thread="long"]')
+    page.wait_idle()
+    threads = listed(tab, "#threads .item")
+    assert sorted(threads) == everyone  # each once, t00 included
+    assert threads[:2] == ["t10", "t00"]
+
+    tab.click('#threads .item[data-thread="long"]')
+    tab.wait_for_selector('#messages li[data-msg="m59"]')
+    page.wait_idle()
+    for i in range(60, 110):  # an agent is still talking: a page's worth of turns and more
+        append(server, org, "long", "user", f"turn {i}", msg_id=f"m{i:03d}")
+    tab.click("#thread-earlier")
+    tab.wait_for_selector('#messages li[data-msg="m00"]')
+    page.wait_idle()
+    assert shown_turns(tab) == [f"m{i:02d}" for i in range(60)]
+
+    tab.evaluate(
+        """() => { document.getElementById('threads-refresh').click();
+                   document.getElementById('threads-more').click(); }"""
+    )
+    page.wait_idle()
+    threads = listed(tab, "#threads .item")
+    assert len(threads) == len(set(threads)) == 20
+
+    assert len(listed(tab, "#saved .item")) == 20
+    tab.evaluate(
+        """() => { document.dispatchEvent(new CustomEvent('loom:saved-changed',
+                     { detail: { namespace: 'support' } }));
+                   document.getElementById('saved-more').click(); }"""
+    )
+    page.wait_idle()
+    saved = listed(tab, "#saved .item")
+    assert len(saved) == len(set(saved)) == 20
+
+
 def test_text_that_reads_as_high_never_reaches_a_title_or_excerpt(page, server, org):
-    """GIVEN a thread whose last turn holds a password, and one created with a title that
-    holds one WHEN the user lists and opens them THEN neither list nor thread header shows
-    the secret, and the page does not fill the blank from the turns."""
+    """GIVEN a thread whose last turn holds a password, one created with a title that holds
+    one, and a brief whose goal holds one WHEN the user lists and opens them THEN neither the
+    lists nor the thread header show the secret, and the page does not fill the blank from
+    the turns."""
     record(server, org)
     append(server, org, "leaky", "user", "How do I open the vault?")
     append(server, org, "leaky", "user", HIGH)
@@ -524,11 +656,15 @@ def test_text_that_reads_as_high_never_reaches_a_title_or_excerpt(page, server, 
         title="password=hunter22",
     )
     append(server, org, "titled", "user", "A plain turn.")
+    brief = {"org": org, "namespace": "support", "agent": "coder", "project": "vault"}
+    call(server, "session.brief_save", **brief, branch="main", sections={"goal": HIGH})
     page.open(org, "support")
     tab = page.tab
     leaky = tab.locator('#threads .item[data-thread="leaky"]')
     leaky.wait_for()
     assert "hunter22" not in tab.inner_text("#threads")
+    tab.locator('#briefs .item[data-brief="auto/vault/main"]').wait_for()
+    assert "hunter22" not in tab.inner_text("#briefs")  # the list never shows the goal
     assert leaky.locator(".excerpt").inner_text() == "No excerpt shown"
     assert "How do I open the vault" not in leaky.inner_text()  # not re-derived from turns
     tab.click('#threads .item[data-thread="titled"]')
@@ -546,7 +682,8 @@ def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirmin
     """GIVEN a brief saved twice with a client summary WHEN the page lists the briefs THEN
     none is loaded; WHEN the user opens it, picks revision 1, ticks full, cancels a delete and
     then confirms one THEN each view shows that revision's text, the summary appears only
-    with full, and the brief is gone only after the confirmation."""
+    with full, and the brief is gone only after the confirmation; closing it returns focus to
+    its list entry, deleting it to the list's heading."""
     brief = {"org": org, "namespace": "support", "agent": "coder", "project": "billing"}
     call(server, "session.brief_save", **brief, branch="ledger", sections={"goal": "Goal one"})
     call(
@@ -578,6 +715,15 @@ def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirmin
     assert page.calls("session.brief_get")[-1]["full"] is True
     page.shot("brief")
 
+    # Closing it puts focus back on its entry in the list, not on the hidden Close button.
+    tab.focus("#brief-close")
+    tab.keyboard.press("Enter")
+    tab.wait_for_selector("#brief", state="hidden")
+    focused = "() => document.activeElement.dataset.brief || document.activeElement.id"
+    assert tab.evaluate(focused) == "auto/billing/ledger"
+    tab.keyboard.press("Enter")
+    tab.wait_for_selector("#brief:not([hidden])")
+
     tab.click("#brief-delete")
     tab.wait_for_selector("#confirm-delete[open]")
     tab.click("#confirm-delete button[value=cancel]")
@@ -589,7 +735,8 @@ def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirmin
     tab.click("#brief-delete")
     tab.click("#confirm-yes")
     tab.wait_for_selector("#briefs-empty:not([hidden])")
-    assert tab.is_hidden("#brief")
+    tab.wait_for_selector("#brief", state="hidden")
+    assert tab.evaluate(focused) == "briefs-title"  # its entry is gone: the list's heading
     gone = call(server, "session.brief_get", **brief, brief_key="auto/billing/ledger")
     assert gone["found"] is False
 
@@ -598,15 +745,54 @@ def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirmin
 
 
 def test_phone_width_has_no_sideways_scroll(browser, server, org):
-    """GIVEN a phone-sized window WHEN the page shows a thread THEN nothing is wider than the
-    screen, so no sideways scrolling is needed."""
+    """GIVEN a phone-sized window, and a thread and a brief whose id, title, agent, user id,
+    project and branch are long unbroken strings WHEN the page shows the thread, the brief and
+    the Saved panel THEN nothing is wider than the screen, so no sideways scrolling is needed."""
     record(server, org)
-    append(server, org, "t", "user", "A long line " + "withaverylongunbrokenword" * 8)
-    append(server, org, "t", "assistant", "Short answer.", reasoning="Because.")
+    long = "x" * 60
+    thread = "T" + long
+    call(
+        server,
+        "conversation.create",
+        org=org,
+        namespace="support",
+        agent="bot",
+        thread_id=thread,
+        title="See https://example.com/" + long,
+    )
+    append(server, org, thread, "user", "A long line " + "withaverylongunbrokenword" * 8)
+    append(server, org, thread, "assistant", "Short answer.", reasoning="Because.", msg_id="a1")
+    append(server, org, thread, "user", "Hi.", agent="A" + long, user_id="U" + long)
+    call(
+        server,
+        "conversation.save_message",
+        org=org,
+        namespace="support",
+        agent="bot",
+        user_id="local",
+        conversation_id=thread,
+        message_id="a1",
+        role="assistant",
+        content="Short answer.",
+    )
+    brief = {"org": org, "namespace": "support", "agent": "bot"}
+    call(
+        server,
+        "session.brief_save",
+        **brief,
+        project="P" + long,
+        branch="B" + long,
+        sections={"goal": "G"},
+    )
     phone = Page(browser, server, width=390, height=844)
     try:
-        phone.open(org, "support", "&thread=t")
+        phone.open(org, "support", f"&thread={thread}")
         phone.tab.wait_for_selector("#messages li.role-assistant")
+        phone.tab.wait_for_selector("#saved .item")
+        phone.tab.click("#briefs .item")
+        phone.tab.wait_for_selector("#brief:not([hidden])")
+        phone.wait_idle()
+        assert "example.com" in phone.tab.inner_text("#thread-title")
         overflow = phone.tab.evaluate(
             "() => document.documentElement.scrollWidth - window.innerWidth"
         )
@@ -652,3 +838,68 @@ def test_a_viewer_signs_in_with_a_token_and_cannot_flip_the_switch(
     finally:
         tab.context.close()
     assert tab.errors == []
+
+
+def test_only_an_accepted_token_is_kept_and_signing_out_forgets_the_person(
+    browser, token_server, deps, org
+):
+    """GIVEN a server that needs tokens WHEN someone submits a token the server refuses, with
+    Remember ticked THEN it is not stored, and a reload sends none; WHEN an admin signs in,
+    types a user id and signs out THEN no token, user id, org or namespace is left in the
+    browser or the URL, and the next person (a viewer) starts with no user id; WHEN the server
+    refuses the token while the page is open THEN the page forgets it and asks for one."""
+    admin = mint_token(deps, org=org, role="admin")
+    viewer = mint_token(deps, org=org, role="viewer")
+    stored = "() => [Object.keys(localStorage), Object.keys(sessionStorage)]"
+    page = Page(browser, token_server)
+    tab = page.tab
+    try:
+        tab.goto(token_server + "/#ns=support")
+        tab.wait_for_selector("#sign-in:not([hidden])")
+        tab.fill("#token", "sk-live-NOT-A-LOOM-TOKEN")
+        tab.check("#remember")
+        tab.click("#sign-in-form button[type=submit]")
+        tab.wait_for_selector("#sign-in-error:not(:empty)")
+        assert tab.evaluate(stored) == [[], []]
+        with tab.expect_request("**/v1/system.whoami") as asked:
+            tab.reload()
+        assert "authorization" not in asked.value.headers
+        tab.wait_for_selector("#sign-in:not([hidden])")
+        assert tab.is_hidden("#sign-out")
+
+        tab.fill("#token", admin)
+        tab.check("#remember")
+        tab.click("#sign-in-form button[type=submit]")
+        tab.wait_for_selector("#app:not([hidden])")
+        page.wait_idle()
+        assert tab.evaluate("() => localStorage.getItem('loom.token')") == admin
+        assert tab.is_visible("#sign-out")
+        tab.fill("#user", "alice")
+        tab.click("#context button[type=submit]")
+        page.wait_idle()
+        tab.click("#sign-out")
+        tab.wait_for_selector("#sign-in:not([hidden])")
+        assert tab.evaluate(stored) == [[], []]
+        assert tab.evaluate("location.hash") == ""
+
+        page.ops.clear()
+        tab.fill("#token", viewer)
+        tab.click("#sign-in-form button[type=submit]")
+        tab.wait_for_selector("#app:not([hidden])")
+        page.wait_idle()
+        assert tab.input_value("#user") == ""
+        assert all(body.get("user_id") != "alice" for _, body in page.ops)
+
+        refused = '{"error": {"code": "unauthorized", "message": "token expired"}}'
+        tab.route(
+            "**/v1/conversation.threads",
+            lambda route: route.fulfill(status=401, content_type="application/json", body=refused),
+        )
+        tab.click("#threads-refresh")
+        tab.wait_for_selector("#sign-in:not([hidden])")
+        assert "Sign in again" in tab.inner_text("#sign-in-error")
+        assert tab.evaluate(stored) == [[], []]
+        assert tab.is_hidden("#app") and tab.locator("#threads .item").count() == 0
+    finally:
+        page.context.close()
+    assert page.errors == []

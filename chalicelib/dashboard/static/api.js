@@ -54,6 +54,10 @@ export class Api {
     } catch {
       data = null;
     }
+    if (resp.status === 401) {
+      // The token is missing or no longer valid: the page forgets it and asks for one.
+      document.dispatchEvent(new CustomEvent("loom:unauthorized", { detail: { api: this } }));
+    }
     if (!resp.ok) {
       const error = (data && data.error) || {};
       throw new ApiError(resp.status, error.code || "http", error.message || `HTTP ${resp.status}`);

@@ -71,8 +71,7 @@ async function fetchBrief(revision) {
     });
     if (opened !== view || ticket !== latestFetch) return;
     if (!answer.found) {
-      $("brief").hidden = true;
-      opened = null;
+      leaveBrief(view.key);
       setError("briefs-error", answer.deleted ? "That brief was deleted." : "That brief is gone.");
       return;
     }
@@ -115,6 +114,20 @@ export function closeBrief() {
   $("brief-text").textContent = "";
 }
 
+/** Close the open brief and put focus back on its entry in the list, else the list's heading,
+ * so a keyboard user is not sent back to the top of the page. */
+function leaveBrief(key) {
+  closeBrief();
+  const entry = $("briefs").querySelector(`.item[data-brief="${CSS.escape(key)}"]`);
+  (entry || $("briefs-title")).focus();
+}
+
+export function resetBriefs() {
+  generation++; // an answer still on its way is for the previous context: dropped
+  closeBrief();
+  $("briefs").replaceChildren();
+}
+
 function askDelete() {
   if (!opened) return;
   $("confirm-text").textContent =
@@ -135,9 +148,9 @@ async function confirmed() {
       agent: AGENT,
       brief_key: view.key,
     });
-    closeBrief();
     announce(answer.deleted ? `Brief ${view.key} deleted.` : `Brief ${view.key} was already gone.`);
     await loadBriefs();
+    if (opened === view) leaveBrief(view.key);
   } catch (err) {
     setError("briefs-error", describe(err));
   }
@@ -147,7 +160,7 @@ export function initBriefs() {
   $("briefs-refresh").addEventListener("click", loadBriefs);
   $("brief-revision").addEventListener("change", (e) => fetchBrief(Number(e.target.value)));
   $("brief-full").addEventListener("change", () => fetchBrief(Number($("brief-revision").value)));
-  $("brief-close").addEventListener("click", closeBrief);
+  $("brief-close").addEventListener("click", () => opened && leaveBrief(opened.key));
   $("brief-delete").addEventListener("click", askDelete);
   $("confirm-delete").addEventListener("close", confirmed);
 }

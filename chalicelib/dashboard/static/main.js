@@ -1,13 +1,13 @@
 // Start-up: find out who is calling (system.whoami), ask for a token when the server needs
 // one, then open the Conversations page for the chosen org, namespace and user.
 
-import { describe } from "./api.js";
-import { initBriefs, closeBrief, loadBriefs } from "./briefs.js";
+import { Api, describe } from "./api.js";
+import { initBriefs, closeBrief, loadBriefs, resetBriefs } from "./briefs.js";
 import { $, el, setError } from "./dom.js";
 import { initRecording, loadRecording } from "./recording.js";
 import { initSaved, loadSaved, resetSaved } from "./saved.js";
 import {
-  forgetToken,
+  forgetPerson,
   prefs,
   rememberNamespace,
   saveToken,
@@ -62,7 +62,22 @@ function openContext({ thread = null } = {}) {
   if (thread) openThread({ namespace: state.namespace, threadId: thread, focus: false });
 }
 
+/** Empty every section and field: nothing of the previous person stays in the page. */
+function clearPage() {
+  resetThreads();
+  resetSaved();
+  resetBriefs();
+  closeThread();
+  for (const id of ["org", "namespace", "user"]) $(id).value = "";
+  $("namespaces").replaceChildren();
+  document.title = "Loom · Conversations";
+}
+
+/** Ask for a token. Whoever signs in next starts clean: no token, user id, org or namespaces
+ * of a previous person are kept. */
 function showSignIn(message = "") {
+  forgetPerson();
+  clearPage();
   $("sign-in").hidden = false;
   $("context").hidden = true;
   $("app").hidden = true;
@@ -72,14 +87,22 @@ function showSignIn(message = "") {
   $("token").focus();
 }
 
+/** Sign out (or a token the server stopped accepting): also drop the previous person's
+ * namespace and thread from the URL. */
+function signOut(message = "") {
+  history.replaceState(null, "", location.pathname + location.search);
+  showSignIn(message);
+}
+
+/** Ask system.whoami who is calling and open the page; true when the server accepted. */
 async function start() {
   let who;
   try {
     who = await state.api.call("system.whoami", {});
   } catch (err) {
-    if (err.status === 401) return showSignIn(state.api.token ? describe(err) : "");
-    $("identity").textContent = `The server did not answer: ${describe(err)}`;
-    return;
+    if (err.status === 401) showSignIn(state.api.token ? describe(err) : "");
+    else $("identity").textContent = `The server did not answer: ${describe(err)}`;
+    return false;
   }
   state.who = who;
   const saved = prefs();
@@ -90,7 +113,7 @@ async function start() {
   state.user = who.read_user_id || saved.user || (own ? "local" : "");
 
   $("sign-in").hidden = true;
-  $("sign-out").hidden = own;
+  $("sign-out").hidden = own || !state.api.token;
   $("identity").textContent = describeIdentity(who);
   $("org-field").hidden = !own;
   $("org").value = state.org;
@@ -101,6 +124,7 @@ async function start() {
   $("context").hidden = false;
   $("app").hidden = false;
   openContext({ thread: params.get("thread") });
+  return true;
 }
 
 function init() {
@@ -109,18 +133,25 @@ function init() {
   initThread();
   initSaved();
   initBriefs();
-  $("sign-in-form").addEventListener("submit", (event) => {
+  $("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = $("token").value.trim();
     if (!token) return;
-    saveToken(token, $("remember").checked);
+    const remember = $("remember").checked;
     $("token").value = "";
-    start();
+    state.api = new Api(token);
+    if (await start()) saveToken(token, remember); // kept only once the server accepted it
   });
-  $("sign-out").addEventListener("click", () => {
-    forgetToken();
-    state.who = null;
-    showSignIn();
+  $("sign-out").addEventListener("click", () => signOut());
+  document.addEventListener("loom:unauthorized", (event) => {
+    // start() answers its own whoami; this is a token refused while the page is open.
+    if (!state.who || event.detail.api !== state.api) return;
+    signOut("Your sign-in ended: the token is no longer valid. Sign in again.");
+  });
+  // The skip link moves focus; following it as a link would replace the state in the hash.
+  document.querySelector("a.skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    $("thread").focus();
   });
   $("context").addEventListener("submit", (event) => {
     event.preventDefault();

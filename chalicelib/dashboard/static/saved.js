@@ -6,11 +6,12 @@ import { $, announce, el, setError, when } from "./dom.js";
 import { AGENT, on, scope, signal, state } from "./state.js";
 
 const PAGE = 20;
-let cursor = null;
+let cursor = null; // the server's cursor for the next page
 let generation = 0;
+let loading = false; // a load is in flight
 let typing = null;
 
-function savedItem(row) {
+function savedItem(row, key) {
   const namespace = state.namespace;
   const open = el(
     "button",
@@ -56,10 +57,13 @@ function savedItem(row) {
       }
     },
   });
-  return el("li", { class: "saved-row" }, open, unsave);
+  return el("li", { class: "saved-row", "data-key": key }, open, unsave);
 }
 
+/** The first page, or with `more` the next one by the server's cursor. A reload supersedes
+ * any load in flight; "more" waits for the one in flight. */
 export async function loadSaved({ more = false } = {}) {
+  if (more && loading) return;
   const mine = ++generation;
   const list = $("saved");
   setError("saved-error", "");
@@ -71,7 +75,7 @@ export async function loadSaved({ more = false } = {}) {
     return;
   }
   const query = $("saved-query").value.trim();
-  if (!more) cursor = null;
+  loading = true;
   try {
     let rows;
     let next = null;
@@ -89,14 +93,17 @@ export async function loadSaved({ more = false } = {}) {
         agent: AGENT,
         user_id: state.user,
         limit: PAGE,
-        cursor,
+        cursor: more ? cursor : null,
       });
       rows = answer.rows || [];
       next = answer.next_cursor || null;
     }
     if (mine !== generation) return;
     if (!more) list.replaceChildren();
-    list.append(...rows.map(savedItem));
+    const key = (r) => `${r.conversation_id}\u0000${r.message_id}`;
+    const listed = new Set([...list.children].map((li) => li.dataset.key));
+    const fresh = rows.filter((r) => !listed.has(key(r)));
+    list.append(...fresh.map((r) => savedItem(r, key(r))));
     cursor = next;
     $("saved-more").hidden = !next;
     $("saved-empty").textContent = query ? "No saved message matches." : "Nothing saved yet.";
@@ -107,10 +114,16 @@ export async function loadSaved({ more = false } = {}) {
     $("saved-more").hidden = true;
     $("saved-empty").hidden = true;
     setError("saved-error", describe(err));
+  } finally {
+    if (mine === generation) loading = false;
   }
 }
 
 export function resetSaved() {
+  generation++; // an answer still on its way is for the previous context: dropped
+  loading = false;
+  cursor = null;
+  $("saved").replaceChildren();
   $("saved-query").value = "";
 }
 

@@ -19,16 +19,24 @@ function storedToken() {
   return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY) || null;
 }
 
+/** Keep a token system.whoami has just accepted (never one it refused). */
 export function saveToken(token, remember) {
   sessionStorage.setItem(TOKEN_KEY, token);
   if (remember) localStorage.setItem(TOKEN_KEY, token);
-  state.api = new Api(token);
 }
 
-export function forgetToken() {
+/** Forget the signed-in person: the token and everything stored about them (user id, org,
+ * namespaces), and the page's own idea of who and where they are. */
+export function forgetPerson() {
   sessionStorage.removeItem(TOKEN_KEY);
   localStorage.removeItem(TOKEN_KEY);
+  localStorage.removeItem(PREFS_KEY);
   state.api = new Api(null);
+  state.who = null;
+  state.org = "";
+  state.namespace = "";
+  state.user = "";
+  state.titles.clear();
 }
 
 export function prefs() {

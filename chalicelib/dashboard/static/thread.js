@@ -15,7 +15,7 @@ const SAVE_REFUSALS = {
   high_sensitivity: "This message holds sensitive text and cannot be saved for search.",
 };
 
-let open = null; // { namespace, threadId, offset, total, generation }
+let open = null; // { namespace, threadId, offset, total, generation, loading }
 let generation = 0;
 
 function compactedFrom(message) {
@@ -109,6 +109,8 @@ async function loadSavedState(view, messages) {
   }
 }
 
+/** One page of older turns (offset paging, newest first). A turn already on screen is not
+ * drawn again: turns appended since the last page shift the offsets, so a page can overlap. */
 async function loadPage(view) {
   const answer = await state.api.call("conversation.get", {
     ...scope(view.namespace),
@@ -120,13 +122,16 @@ async function loadPage(view) {
     order: "desc",
   });
   if (view.generation !== generation) return null;
-  const messages = (answer.messages || []).slice().reverse(); // oldest first on screen
-  view.offset += answer.messages ? answer.messages.length : 0;
+  const rows = answer.messages || [];
+  const list = $("messages");
+  const shown = new Set([...list.children].map((li) => li.dataset.msg));
+  const messages = rows.filter((m) => !shown.has(m.msg_id)).reverse(); // oldest first on screen
+  view.offset += rows.length;
   view.total = answer.msg_count;
-  $("messages").prepend(...messages.map(messageItem));
-  $("thread-earlier").hidden = view.offset >= view.total;
+  list.prepend(...messages.map(messageItem));
+  $("thread-earlier").hidden = !rows.length || view.offset >= view.total;
   await loadSavedState(view, messages);
-  return answer;
+  return { answer, added: messages.length };
 }
 
 export async function openThread({ namespace, threadId, msgId = null, focus = true }) {
@@ -142,8 +147,9 @@ export async function openThread({ namespace, threadId, msgId = null, focus = tr
   signal("thread-opened", { namespace, threadId });
   if (focus) $("thread").focus();
   try {
-    const answer = await loadPage(view);
-    if (!answer) return;
+    const page = await loadPage(view);
+    if (!page) return;
+    const { answer } = page;
     const where = namespace !== state.namespace ? ` · namespace ${namespace}` : "";
     $("thread-meta").textContent = answer.found
       ? `${plural(answer.msg_count, "message")} · id ${threadId}${where}`
@@ -160,11 +166,19 @@ export async function openThread({ namespace, threadId, msgId = null, focus = tr
 }
 
 async function earlier() {
-  if (!open) return;
+  const view = open;
+  if (!view || view.loading) return; // a second press while a page is on its way does nothing
+  view.loading = true;
   try {
-    await loadPage(open);
+    // A page holding only turns already shown (many were appended meanwhile): ask for the next.
+    for (let tries = 0; tries < 5; tries++) {
+      const page = await loadPage(view);
+      if (!page || page.added || $("thread-earlier").hidden) break;
+    }
   } catch (err) {
-    setError("thread-error", describe(err));
+    if (view.generation === generation) setError("thread-error", describe(err));
+  } finally {
+    view.loading = false;
   }
 }
 

@@ -6,8 +6,10 @@ import { $, el, plural, setError, when } from "./dom.js";
 import { on, scope, signal, state } from "./state.js";
 
 const PAGE = 20;
-let offset = 0;
+const MAX_LIMIT = 200; // conversation.threads' largest limit
+let offset = 0; // threads the server has listed so far, in its order
 let generation = 0;
+let loading = false; // a load is in flight
 let current = null; // the open thread's [namespace, id], to mark it in the list
 
 function threadItem(t) {
@@ -35,29 +37,41 @@ function threadItem(t) {
   return el("li", {}, button);
 }
 
+/**
+ * The first page (Refresh, a new window), or with `more` the next one. The list is offset
+ * paged and threads reorder as they get new turns, so "more" asks again from the top for every
+ * thread shown so far plus a page (one consistent answer, drawn afresh: nothing repeated or
+ * skipped); past the op's limit it pages by offset and skips threads already listed.
+ * A refresh supersedes any load in flight; "more" waits for the one in flight.
+ */
 export async function loadThreads({ more = false } = {}) {
+  if (more && loading) return;
   const mine = ++generation;
-  if (!more) offset = 0;
+  loading = true;
   setError("threads-error", "");
   const list = $("threads");
+  const want = more ? offset + PAGE : PAGE;
+  const fromTop = want <= MAX_LIMIT;
   try {
     const answer = await state.api.call("conversation.threads", {
       ...scope(),
       agent: "*",
       window_days: Number($("window-days").value),
-      limit: PAGE,
-      offset,
+      limit: fromTop ? want : PAGE,
+      offset: fromTop ? 0 : offset,
     });
     if (mine !== generation) return;
     const rows = answer.threads || [];
-    if (!more) {
+    if (fromTop) {
       list.replaceChildren();
       state.titles.clear();
     }
-    for (const t of rows) state.titles.set(t.thread_id, t.title || "");
-    list.append(...rows.map(threadItem));
-    offset += rows.length;
-    $("threads-more").hidden = rows.length < PAGE;
+    const listed = new Set([...list.querySelectorAll(".item")].map((b) => b.dataset.thread));
+    const fresh = rows.filter((t) => !listed.has(t.thread_id));
+    for (const t of fresh) state.titles.set(t.thread_id, t.title || "");
+    list.append(...fresh.map(threadItem));
+    offset = (fromTop ? 0 : offset) + rows.length;
+    $("threads-more").hidden = rows.length < (fromTop ? want : PAGE);
     $("threads-empty").hidden = list.children.length > 0;
     signal("threads-loaded");
   } catch (err) {
@@ -66,6 +80,8 @@ export async function loadThreads({ more = false } = {}) {
     $("threads-more").hidden = true;
     $("threads-empty").hidden = true;
     setError("threads-error", describe(err));
+  } finally {
+    if (mine === generation) loading = false;
   }
 }
 
@@ -128,7 +144,12 @@ function clearSearch() {
 }
 
 export function resetThreads() {
+  generation++; // an answer still on its way is for the previous context: dropped
+  loading = false;
+  offset = 0;
   current = null;
+  $("threads").replaceChildren();
+  state.titles.clear();
   clearSearch();
   setError("search-error", "");
 }

@@ -139,9 +139,25 @@ def write_entries(
                     principal=principal,
                     body_sha256=w.content_hash,
                 )
-                existing[e.key] = {**(row or {}), "version": version, "retired_at": None}
+                # The row as this write left it, so a later entry with the same key in this
+                # call gets its verdict from it (unchanged, locked, pinned, updated).
+                before = row or {}
+                existing[e.key] = {
+                    **before,
+                    "version": version,
+                    "retired_at": None,
+                    "content_hash": w.content_hash,
+                    "pinned": e.pinned if e.pinned is not None else bool(before.get("pinned")),
+                    "locked": e.locked if e.locked is not None else bool(before.get("locked")),
+                }
             elif verdict == "unchanged" and (e.pinned is not None or e.locked is not None):
                 store.set_flags(conn, org, namespace, user_id, e.key, e.pinned, e.locked)
+                if row is not None:
+                    existing[e.key] = {
+                        **row,
+                        "pinned": row["pinned"] if e.pinned is None else e.pinned,
+                        "locked": row["locked"] if e.locked is None else e.locked,
+                    }
             out.append(Written(e.key, version, verdict, _peers(e.key, neighbours)))
             neighbours.append(e.key)
     clock.lap("bulk.write")

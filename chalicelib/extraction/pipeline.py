@@ -31,6 +31,15 @@ DEFAULT_STEPS = (
 )
 MAX_STEPS = 16
 CODING_SOURCES = ("source:claude-code", "source:codex", "source:cursor")
+# The tag the observe_extract worker puts on a trajectory replay of the observe plane.
+OBSERVE_REPLAY = "source:observe"
+
+
+def is_coding_capture(extra_tags: list[str]) -> bool:
+    """A coding client's capture (its source tag), or a trajectory replay from the observe
+    plane: only these run loom.drop_non_durable and loom.verify_durable, and none of them
+    uses agent learnings."""
+    return any(tag in CODING_SOURCES or tag == OBSERVE_REPLAY for tag in extra_tags)
 
 
 class ExtractionFailedError(LoomError):
@@ -91,7 +100,7 @@ class Run:
 
     @property
     def coding_capture(self) -> bool:
-        return any(tag in CODING_SOURCES for tag in self.extra_tags)
+        return is_coding_capture(self.extra_tags)
 
     def drop(self, stage: str, reason: str, facts: list[Fact]) -> None:
         """Take facts out of the run and count them (loom.memory_drops)."""

@@ -17,11 +17,15 @@ from chalicelib.legs import beside
 from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.providers.llm import LLMError
+from chalicelib.registry import unstorable
+from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import cache_response, cached_response
 from chalicelib.store.pool import read_connection
 
 _WORD = re.compile(r"[a-z0-9]+")
+# Model text PostgreSQL cannot store (a NUL, a lone surrogate): dropped, counted as a parse loss.
+UNSTORABLE = "text the database cannot hold"
 
 
 def cache_key(run: Run, model: str, system: str, user: str) -> str:
@@ -65,8 +69,11 @@ def fetch_namespace_categories(run: Run) -> None:
 
 @step("loom.fetch_existing_memories")
 def fetch_existing_memories(run: Run) -> None:
-    said = " ".join(m["content"] for m in run.messages if m["role"] == "user")[:2000]
-    if not said:
+    # A turn that reads as high is never sent to the embedder, nor is a query that reads as
+    # high once the others are joined and cut.
+    plain = [m["content"] for m in run.messages if m["role"] == "user"]
+    said = " ".join(c for c in plain if not reads_as_high(c))[:2000]
+    if not said.strip() or reads_as_high(said):
         return
     try:
         query_vec = run.deps.embedder.embed_query(said)
@@ -106,7 +113,7 @@ def _segments(run: Run) -> list[list[tuple[int, dict[str, Any]]]]:
 
 
 def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
-    facts, malformed = [], 0
+    facts, malformed, unstored, spans = [], 0, 0, 0
     for raw in answer.get("facts") or []:
         try:
             subject, attribute = str(raw["subject"]).strip(), str(raw["attribute"]).strip()
@@ -118,20 +125,41 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
         except (KeyError, TypeError, ValueError):
             malformed += 1
             continue
+        if unstorable([value, tags]) is not None:
+            unstored += 1  # text the database cannot hold (a NUL, a lone surrogate)
+            continue
+        span = str(raw.get("span") or "")[:1000]
+        if unstorable(span) is not None:
+            spans += 1
+            span = ""
         facts.append(
             Fact(
                 key=mint_key(subject, attribute),
                 value=value[:10_000],
                 tags=sorted(set(tags) | set(run.extra_tags)),
                 indices=[i for i in indices if 0 <= i < len(run.messages)],
-                span=str(raw.get("span") or "")[:1000],
+                span=span,
                 about=str(raw.get("about") or "user"),
                 valid_at=_anchor(run, indices),
             )
         )
     if malformed:
         run.drops.append(("loom.llm_extract", "parse", malformed, "fact without subject/value"))
+    if unstored:
+        run.drops.append(("loom.llm_extract", "parse", unstored, UNSTORABLE + ": fact"))
+    if spans:
+        run.drops.append(("loom.llm_extract", "parse", spans, UNSTORABLE + ": span (blanked)"))
     return facts
+
+
+def _forget_requests(run: Run, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer's forget requests; one holding text the database cannot hold is dropped."""
+    asked = [f for f in answer.get("forget") or [] if isinstance(f, dict)]
+    kept = [f for f in asked if unstorable(f) is None]
+    if len(kept) < len(asked):
+        lost = len(asked) - len(kept)
+        run.drops.append(("loom.llm_extract", "parse", lost, UNSTORABLE + ": forget"))
+    return kept
 
 
 def _anchor(run: Run, indices: list[int]) -> datetime | None:
@@ -157,9 +185,13 @@ def _extract(run: Run, segment: list[tuple[int, dict[str, Any]]], system: str) -
     except (LLMError, ValueError) as exc:
         raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
     run.facts.extend(_parse_facts(run, answer))
-    run.forget.extend(f for f in answer.get("forget") or [] if isinstance(f, dict))
-    if isinstance(answer.get("digest"), str) and answer["digest"].strip():
-        run.digest = (run.digest + "\n" + answer["digest"].strip()).strip()
+    run.forget.extend(_forget_requests(run, answer))
+    digest = answer.get("digest")
+    if isinstance(digest, str) and digest.strip():
+        if unstorable(digest) is not None:
+            run.drops.append(("loom.llm_extract", "parse", 1, UNSTORABLE + ": digest"))
+        else:
+            run.digest = (run.digest + "\n" + digest.strip()).strip()
 
 
 @step("loom.llm_extract")

@@ -12,10 +12,10 @@ from pydantic import Field, StringConstraints, field_validator
 import chalicelib.extraction.steps  # noqa: F401  (registers the default steps)
 from chalicelib.errors import BadRequestError
 from chalicelib.extraction.pipeline import (
-    CODING_SOURCES,
     MAX_STEPS,
     Run,
     check_steps,
+    is_coding_capture,
     run_pipeline,
 )
 from chalicelib.extraction.records import extract_record
@@ -141,15 +141,18 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         valid_at=inp.valid_at,
         agent_learnings=live.memory_extract_agent_learnings
         and inp.agent_learnings is not False
-        and not any(t in CODING_SOURCES for t in inp.extra_tags),  # coding captures never
+        and not is_coding_capture(inp.extra_tags),  # coding captures never
     )
-    _store_evidence(run, now)
     stubbed: list[str] = []
     forgotten: list[str] = []
+    # The turns are stored once the extraction call has answered: a 502 EXTRACTION_FAILED
+    # (raised from the model call, before any write) leaves nothing stored.
     if inp.record_schema is not None:
         stubbed = extract_record(run, inp.record_schema, inp.memory_key)
+        _store_evidence(run, now)
     else:
         run_pipeline(run, inp.pipeline_steps)
+        _store_evidence(run, now)
         _link_evidence(run)
         forgotten = _forget(run)
         _write_digest_and_chunks(run, now)
@@ -226,13 +229,15 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
 
 
 def _store_evidence(run: Run, now: datetime) -> None:
-    """The turns first, so facts trace to sentences and the raw wording stays searchable."""
+    """The turns, so facts trace to sentences and the raw wording stays searchable. A request
+    id whose stored turns differ from these names another request: these are stored apart,
+    and the run goes on under the id they were stored under (the digest's key too)."""
     turns = [
         (i, m["role"], m["name"], m["content"], m["timestamp"] or now)
         for i, m in enumerate(run.messages)
     ]
     with run.deps.pool.connection() as conn:
-        run.evidence_ids = evidence_store.store_turns(
+        run.evidence_ids, run.request_id = evidence_store.store_turns(
             conn,
             org=run.org,
             namespace=run.namespace,
@@ -287,12 +292,16 @@ def _write_digest_and_chunks(run: Run, now: datetime) -> None:
     if run.digest:
         key = f"digest:{run.session_id if run.session_id != '-' else run.request_id}"
         entries.append(Entry(key=key, value=run.digest, kind="digest", tags=run.extra_tags))
-    chunks = _chunks(run.messages, run.live.memory_chunk_chars)
+    # Keyed by content hash, so a chunk repeated in one transcript (the same pasted log twice)
+    # is one chunk: written once, counted once against the cap.
+    chunks = {
+        "chunk:" + hashlib.sha256(text.encode()).hexdigest()[:24]: text
+        for text in _chunks(run.messages, run.live.memory_chunk_chars)
+    }
     cap = run.live.memory_chunks_max_per_call
     if len(chunks) > cap:
         run.drops.append(("chunks", "chunk_cap", len(chunks) - cap, f"cap {cap}"))
-    for text in chunks[:cap]:
-        key = "chunk:" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    for key, text in list(chunks.items())[:cap]:
         entries.append(Entry(key=key, value=text, kind="chunk", tags=run.extra_tags))
     if entries:
         run.written += write_entries(

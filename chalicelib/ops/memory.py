@@ -26,17 +26,32 @@ Key = Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^
 Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 LEG_DEPTH = 100
+RECALL_PAGE = 200  # turns memory.recall reads a page, before it leaves out those read as high
+RECALL_SCAN = 2000  # and the most it reads for one answer
+
+
+BOUNDED_NEEDS_USER = "a token bounded to one user needs user_id"
 
 
 def write_user(caller: Caller, user_id: str) -> str:
-    return caller.read_user_id or user_id or "-"
+    """The one user whose rows an op reads or changes by key: the token's pinned user, else the
+    body's user_id, else the namespace's shared rows ("-"). A token bounded to one user acts as
+    that user only: without a pin it must name one, and the shared rows, which every user's
+    reads include, are not its to read or change by key."""
+    if caller.read_user_id:
+        return caller.read_user_id
+    if user_id in ("", "-"):
+        if caller.bounded:
+            raise BadRequestError(BOUNDED_NEEDS_USER)
+        return "-"
+    return user_id
 
 
 def read_users(caller: Caller, user_id: str | None) -> list[str] | None:
     """The users a read covers: one user and the namespace's shared rows, or everyone."""
     user = caller.read_user_id or (user_id if user_id not in (None, "", "-") else None)
-    if user is None and caller.read_scope != "namespace":
-        raise BadRequestError("a token bounded to one user needs user_id")
+    if user is None and caller.bounded:
+        raise BadRequestError(BOUNDED_NEEDS_USER)
     return None if user is None else [user, "-"]
 
 
@@ -292,10 +307,16 @@ def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
     user = write_user(ctx.caller, inp.user_id)
     with read_connection(ctx.deps.pool) as conn:
         rows = evidence_store.evidence_for(conn, inp.org, inp.namespace, user, inp.key)
-    return EvidenceOutput(
-        key=inp.key,
-        turns=[EvidenceTurn(**{k: r[k] for k in EvidenceTurn.model_fields}) for r in rows],
-    )
+    turns = []
+    for r in rows:
+        # A turn (or a cited span) that reads as high is listed with its text blank: only
+        # memory.get, with a memory.sensitive_read audit row, serves such text.
+        turn = {k: r[k] for k in EvidenceTurn.model_fields}
+        for part in ("content", "span"):
+            if reads_as_high(turn[part]):
+                turn[part] = ""
+        turns.append(EvidenceTurn(**turn))
+    return EvidenceOutput(key=inp.key, turns=turns)
 
 
 class RecallInput(AgentScoped):
@@ -325,19 +346,32 @@ class RecallOutput(OpOutput):
 @op("memory.recall", role="viewer", kind="read", mcp="all", scopes=USER_SCOPES)
 def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
     """Raw turns extractions read, by text, time window and role, newest first."""
+    users = read_users(ctx.caller, inp.user_id)
+    found: list[dict[str, Any]] = []
+    before: tuple[datetime, int] | None = None
+    scanned = 0
     with read_connection(ctx.deps.pool) as conn:
-        rows = evidence_store.recall(
-            conn,
-            org=inp.org,
-            namespace=inp.namespace,
-            users=read_users(ctx.caller, inp.user_id),
-            query=inp.query,
-            since=inp.since,
-            until=inp.until,
-            role=inp.role,
-            limit=inp.limit,
-        )
-    return RecallOutput(turns=[RecallTurn(**r) for r in rows])
+        # A turn that reads as high is never a recall hit (as memory.search never serves such
+        # a chunk); pages continue past them until the limit is met or RECALL_SCAN rows read.
+        while len(found) < inp.limit and scanned < RECALL_SCAN:
+            page = evidence_store.recall(
+                conn,
+                org=inp.org,
+                namespace=inp.namespace,
+                users=users,
+                query=inp.query,
+                since=inp.since,
+                until=inp.until,
+                role=inp.role,
+                limit=RECALL_PAGE,
+                before=before,
+            )
+            scanned += len(page)
+            found += [r for r in page if not reads_as_high(r["content"])]
+            if len(page) < RECALL_PAGE:
+                break
+            before = (page[-1]["ts"], page[-1]["evidence_id"])
+    return RecallOutput(turns=[RecallTurn(**r) for r in found[: inp.limit]])
 
 
 # ---- blacklist -----------------------------------------------------------------------------

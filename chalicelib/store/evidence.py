@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -19,17 +22,35 @@ def store_turns(
     session_id: str,
     request_id: str,
     turns: list[tuple[int, str, str, str, datetime]],
-) -> list[int]:
-    """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order. A
-    replay of the same request (by the same user) finds its turns already stored and gets
-    their ids."""
+) -> tuple[list[int], str]:
+    """Store (idx, role, name, content, ts) turns; returns their evidence ids, in order, and
+    the request id they are stored under.
+
+    A request id names one request: a replay of it (by the same user, with the same turns)
+    finds its turns already stored and gets their ids. Turns that differ from those stored
+    under the id (another caller reusing it, or another transcript) are never linked to them:
+    they are stored under the id suffixed with a hash of their own text."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (json.dumps([org, namespace, user_id, request_id]),),
+    )
+    said = [(t[0], t[1], t[2], t[3]) for t in turns]
+    digest = hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]
+    for _ in range(3):
+        stored = _stored_turns(conn, org, namespace, user_id, request_id)
+        if not stored:
+            break
+        if [s[1:] for s in stored] == said:
+            return [s[0] for s in stored], request_id
+        request_id = f"{request_id}#{digest}"
+    else:
+        request_id = f"{request_id}#{uuid.uuid4().hex}"
     rows = conn.execute(
         "INSERT INTO loom.memory_evidence (org, namespace, user_id, agent, session_id,"
         " request_id, idx, role, name, content, ts)"
         " SELECT %s, %s, %s, %s, %s, %s, t.idx, t.role, t.name, t.content, t.ts"
         " FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
         " WITH ORDINALITY AS t(idx, role, name, content, ts, ord) ORDER BY t.ord"
-        " ON CONFLICT (org, namespace, user_id, request_id, idx) DO UPDATE SET idx = EXCLUDED.idx"
         " RETURNING id",
         (
             org,
@@ -45,7 +66,19 @@ def store_turns(
             [t[4] for t in turns],
         ),
     ).fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in rows], request_id
+
+
+def _stored_turns(
+    conn: Connection, org: str, namespace: str, user_id: str, request_id: str
+) -> list[tuple[int, int, str, str, str]]:
+    """(id, idx, role, name, content) of the turns stored under one request id, by idx."""
+    rows = conn.execute(
+        "SELECT id, idx, role, name, content FROM loom.memory_evidence"
+        " WHERE org = %s AND namespace = %s AND user_id = %s AND request_id = %s ORDER BY idx",
+        (org, namespace, user_id, request_id),
+    ).fetchall()
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
 def link(
@@ -102,8 +135,10 @@ def recall(
     until: datetime | None,
     role: str | None,
     limit: int,
+    before: tuple[datetime, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Raw turns by text (case-blind substring), time window and role, newest first."""
+    """Raw turns by text (case-blind substring), time window and role, newest first; with
+    `before` (a turn's ts and evidence id), only the turns after it in that order."""
     escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
@@ -114,6 +149,8 @@ def recall(
             " AND (%(since)s::timestamptz IS NULL OR ts >= %(since)s)"
             " AND (%(until)s::timestamptz IS NULL OR ts < %(until)s)"
             " AND (%(role)s::text IS NULL OR role = %(role)s)"
+            " AND (%(before_ts)s::timestamptz IS NULL"
+            " OR (ts, id) < (%(before_ts)s, %(before_id)s::bigint))"
             " ORDER BY ts DESC, id DESC LIMIT %(limit)s",
             {
                 "org": org,
@@ -125,6 +162,8 @@ def recall(
                 "until": until,
                 "role": role,
                 "limit": limit,
+                "before_ts": before[0] if before else None,
+                "before_id": before[1] if before else None,
             },
         ).fetchall()
 

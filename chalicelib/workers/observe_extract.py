@@ -7,6 +7,7 @@ from __future__ import annotations
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError
+from chalicelib.extraction.pipeline import OBSERVE_REPLAY
 from chalicelib.observability import logger
 from chalicelib.store import observations as store
 
@@ -47,7 +48,7 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
             "user_id": user_id,
             "session_id": session_id,
             "messages": [_turn(o) for o in observations[-MAX_TURNS:]],
-            "extra_tags": ["source:observe"],
+            "extra_tags": [OBSERVE_REPLAY],
             "defer": False,
         }
         distilled = False

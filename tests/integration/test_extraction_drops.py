@@ -5,20 +5,26 @@ drops are counted in loom.memory_drops and summed by `loom drops`."""
 from __future__ import annotations
 
 import time
+import uuid
+from collections import deque
 
 import pytest
 
 from chalicelib import cli
 from chalicelib.deps import set_deps
-from chalicelib.providers.llm import LLMError
+from chalicelib.providers.llm import LLMError, ScriptedLLM
+from chalicelib.workers.observe_extract import distil_sessions
 from tests.conftest import make_settings
 from tests.integration.test_memory_support import (
     NS,
     Mem,
     drop_rows,
+    evidence_rows,
     fact,
     facts_of,
     keys,
+    live_setting,
+    memory_rows,
     reply,
     scripted,
     turns,
@@ -119,9 +125,12 @@ CODING_FACTS = (
 )
 
 
-@pytest.mark.parametrize("source", ["source:claude-code", "source:codex", "source:cursor"])
+@pytest.mark.parametrize(
+    "source", ["source:claude-code", "source:codex", "source:cursor", "source:observe"]
+)
 def test_a_coding_capture_drops_non_durable_facts(m, deps, pool, source):
-    """GIVEN a coding capture (extra_tags carry a coding client's source tag)
+    """GIVEN a coding capture (extra_tags carry a coding client's source tag, or the observe
+    plane's replay tag)
     WHEN the extraction returns a status snapshot, a CI state, a first-person plan,
     housekeeping and what a release changed
     THEN only what the release changed is written, tagged with the source.
@@ -321,3 +330,72 @@ def test_loom_drops_sums_the_namespaces_drops_by_stage_and_reason(m, deps, pool,
 
     assert cli.main(["drops", "--namespace", "ns-quiet", "--hours", "1"]) == 0
     assert "no drops" in capsys.readouterr().out
+
+
+AGENT_BLOCK = "rules the assistant states about its own behaviour"
+
+
+def test_an_observe_plane_replay_is_a_coding_capture(m, deps, pool):
+    """GIVEN a session's tool observations recorded and crystallized, and agent learnings and
+    the observe_extract worker switched on
+    WHEN the worker replays the session and the extraction returns a status snapshot, a CI
+    state, a first-person plan, housekeeping and what a release changed
+    THEN, as for any coding capture, only what the release changed is written, the drops are
+    counted under loom.drop_non_durable, and the extraction prompt carries no agent-rules
+    block."""
+    action = f"ran pytest in {m.org}"
+    m.ok("observe.record", session_id="s-obs", tool="bash", action=action, output="3 passed")
+    m.ok("observe.crystallize", session_id="s-obs")
+    # The pass reads every org's crystallized sessions: every call gets the same answer.
+    llm = ScriptedLLM(replies=deque([reply(*CODING_FACTS)] * 50), name=f"s-{uuid.uuid4().hex}")
+    deps._llm = llm
+
+    with live_setting(
+        pool,
+        observe_extract_enabled="true",
+        observe_extract_max_sessions_per_pass="1000",
+        memory_extract_agent_learnings="true",
+    ):
+        distil_sessions(deps)
+
+    assert facts_of(pool, m.org) == {
+        "project/release_2_3": "Release 2.3 changed the default port to 8080."
+    }
+    stage = {r for (s, r) in _reasons(pool, m.org) if s == "loom.drop_non_durable"}
+    assert stage == {"status_snapshot", "first_person_plan", "housekeeping"}
+    (prompt,) = [p for p in llm.prompts if action in p[1]]
+    assert AGENT_BLOCK not in prompt[0]
+
+
+def test_model_text_the_database_cannot_hold_is_dropped_and_the_rest_written(m, deps, pool):
+    """GIVEN an extraction answer carrying U+0000 or a lone surrogate in a fact's value, in a
+    fact's span, in a forget request and in the digest, beside a clean fact
+    WHEN it is extracted
+    THEN it answers 200: the clean fact and the fact with the bad span are written (that span
+    blank), the bad value's fact, the bad forget request and the bad digest are left out, each
+    counted as a loom.llm_extract parse drop; nothing is named in pipeline_errors."""
+    m.set("user/drink", "The user drinks tea.")
+    scripted(
+        deps,
+        reply(
+            fact("user", "city", "The user lives in Lisbon.", span="Lis\u0000bon"),
+            fact("user", "pet", "The user's cat is Mi\u0000so."),
+            fact("user", "car", "The user drives a \ud800 Fiat."),
+            fact("user", "job", "The user is a nurse."),
+            forget=[{"subject": "user", "attribute": "drink", "text": "te\u0000a"}],
+            digest="The user talked about Lis\u0000bon.",
+        ),
+    )
+
+    out = m.extract_ok(SAID, session_id="s-nul")
+
+    assert sorted(keys(out)) == ["user/city", "user/job"]
+    assert out["pipeline_errors"] == [] and out["forgotten_keys"] == []
+    ev = m.ok("memory.evidence", as_="viewer", key="user/city")["turns"]
+    assert [(t["content"], t["span"]) for t in ev] == [(SAID[0]["content"], "")]
+    assert facts_of(pool, m.org)["user/drink"] == "The user drinks tea."
+    assert not [r for r in memory_rows(pool, m.org) if r["kind"] == "digest"]
+    parse = [d for d in drop_rows(pool, m.org) if d["stage"] == "loom.llm_extract"]
+    assert {d["reason"] for d in parse} == {"parse"}
+    assert sum(d["count"] for d in parse) == 5  # two facts, a span, a forget and a digest
+    assert len(evidence_rows(pool, m.org)) == 1

@@ -15,6 +15,7 @@ from tests.integration.test_memory_support import (
     Mem,
     audit_rows,
     drop_rows,
+    evidence_rows,
     fact,
     facts_of,
     keys,
@@ -325,6 +326,27 @@ def test_verbatim_chunks_are_capped_and_a_digest_row_is_written(m, deps, pool):
     assert [d["count"] for d in caps] == [3]
     digests = [(r["key"], r["value"]) for r in rows if r["kind"] == "digest"]
     assert digests == [("digest:s1", "The user talked about moving to Lisbon.")]
+
+
+def test_a_long_turn_sent_twice_is_one_chunk_and_the_request_answers(m, deps, pool):
+    """GIVEN chunks capped at 2 a call, and a transcript that repeats one long turn (the same
+    pasted build log twice, each a chunk of its own) before a short turn
+    WHEN it is extracted
+    THEN it answers 200 with the fact created; the repeated turn is one chunk row and the short
+    turn the other (no chunk_cap drop); both copies of the turn are stored as evidence.
+    """
+    big = ("Here is the build log I pasted: " + "lorem ipsum dolor sit amet " * 70).strip()
+    messages = turns(("user", big), ("user", big), ("user", "That is all for today."))
+    scripted(deps, reply(fact("user", "build", "The user's build uses lorem.", indices=[0])))
+
+    with live_setting(pool, memory_chunks_max_per_call="2"):
+        out = m.extract_ok(messages)
+
+    assert keys(out) == ["user/build"] and out["pipeline_errors"] == []
+    chunks = sorted(r["value"] for r in memory_rows(pool, m.org) if r["kind"] == "chunk")
+    assert chunks == sorted(["user: " + big, "user: That is all for today."])
+    assert [d for d in drop_rows(pool, m.org) if d["reason"] == "chunk_cap"] == []
+    assert [r["content"] for r in evidence_rows(pool, m.org)] == [m["content"] for m in messages]
 
 
 def test_a_chunk_or_digest_that_reads_as_high_is_stored_but_never_embedded(m, deps, pool):

@@ -7,7 +7,10 @@ import pytest
 
 from chalicelib.providers.llm import LLMError
 from tests.integration.test_memory_support import (
+    HIGH_KEY_TURN,
+    OPENAI_KEY,
     Mem,
+    audit_rows,
     evidence_rows,
     fact,
     keys,
@@ -19,6 +22,7 @@ from tests.integration.test_memory_support import (
 )
 
 ONE = turns(("user", "I moved to Lisbon last month, please bill me in EUR."))
+PLAIN = "I also use the OpenAI API for my blog."
 
 
 @pytest.fixture
@@ -167,8 +171,8 @@ FAILURES = (
 def test_a_failed_extraction_call_is_502_and_writes_no_memory(m, deps, pool, what, answer):
     """GIVEN a model whose extraction call fails or answers something that is not a JSON object
     WHEN a transcript is sent
-    THEN it answers 502 EXTRACTION_FAILED and writes no memory (no fact, chunk or digest), while
-    the turns were still stored as evidence and memory.recall finds them.
+    THEN it answers 502 EXTRACTION_FAILED and writes nothing: no fact, chunk or digest, and no
+    evidence row (memory.recall finds no turn).
     """
     scripted(deps, answer)
 
@@ -177,9 +181,8 @@ def test_a_failed_extraction_call_is_502_and_writes_no_memory(m, deps, pool, wha
     assert status == 502, data
     assert data["error"]["code"] == "EXTRACTION_FAILED"
     assert memory_rows(pool, m.org) == []
-    assert [r["content"] for r in evidence_rows(pool, m.org)] == [ONE[0]["content"]]
-    found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
-    assert [t["content"] for t in found] == [ONE[0]["content"]]
+    assert evidence_rows(pool, m.org) == []
+    assert m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"] == []
 
 
 def test_a_failure_in_a_later_segment_writes_nothing_from_the_earlier_ones(m, deps, pool):
@@ -216,3 +219,157 @@ def test_two_users_sending_one_request_id_each_keep_their_own_turns(m, deps):
     assert [t["content"] for t in evidence] == ["I like tea."]
     recalled = m.ok("memory.recall", token=u2, query="tea")
     assert "I like tea." in str(recalled) and "Bluebird" not in str(recalled)
+
+
+def test_a_retried_failing_extraction_leaves_only_the_successful_calls_turns(m, deps, pool):
+    """GIVEN a model that fails twice, then answers
+    WHEN the same transcript is sent three times (a client retrying after each 502)
+    THEN the first two answer 502 and store nothing; the third stores the turn once, and
+    memory.recall finds it once."""
+    scripted(deps, LLMError("upstream 500"), LLMError("upstream 500"), reply())
+
+    assert [m.extract(ONE)[0] for _ in range(2)] == [502, 502]
+    assert evidence_rows(pool, m.org) == []
+    m.extract_ok(ONE)
+
+    assert [r["content"] for r in evidence_rows(pool, m.org)] == [ONE[0]["content"]]
+    found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
+    assert [t["content"] for t in found] == [ONE[0]["content"]]
+
+
+def test_a_failed_typed_record_extraction_is_502_and_stores_no_turn(m, deps, pool):
+    """GIVEN a model whose extraction call fails
+    WHEN a typed record is asked for
+    THEN it answers 502 EXTRACTION_FAILED and stores nothing, evidence included."""
+    scripted(deps, LLMError("upstream 500"))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+    status, data = m.extract(ONE, record_schema=schema, memory_key="profile/home")
+
+    assert status == 502 and data["error"]["code"] == "EXTRACTION_FAILED", data
+    assert memory_rows(pool, m.org) == [] and evidence_rows(pool, m.org) == []
+
+
+def test_recall_never_serves_a_turn_that_reads_as_high(m, deps, pool):
+    """GIVEN a transcript whose first turn pastes an API key and whose second is plain
+    WHEN memory.recall is asked by the key's words, by its prefix, with no query, and by a word
+    both turns hold
+    THEN no answer holds the key: only the plain turn is a hit, and no memory.sensitive_read
+    audit row is written."""
+    scripted(deps, reply())
+    m.extract_ok(turns(("user", HIGH_KEY_TURN), ("user", PLAIN)))
+
+    def recall(query):
+        return [t["content"] for t in m.ok("memory.recall", as_="viewer", query=query)["turns"]]
+
+    assert recall("API key") == []
+    assert recall("sk-proj") == []
+    assert recall("") == [PLAIN]
+    assert recall("OpenAI") == [PLAIN]
+    assert audit_rows(pool, m.org, "memory.sensitive_read") == []
+
+
+def test_recall_reads_past_turns_that_read_as_high_to_fill_its_limit(m, deps):
+    """GIVEN two plain turns, then 250 newer turns that each read as high
+    WHEN memory.recall asks for the newest 2, then 5, turns
+    THEN it answers the two plain turns, newest first, both times."""
+    plain = [
+        {"role": "user", "content": f"Plain note {i}.", "timestamp": f"2024-01-0{i + 1}T00:00:00Z"}
+        for i in range(2)
+    ]
+    high = [
+        {
+            "role": "user",
+            "content": f"Note {i}: the staging password=hunter{i}x22.",
+            "timestamp": f"2024-02-01T{i // 60:02d}:{i % 60:02d}:00Z",
+        }
+        for i in range(250)
+    ]
+    scripted(deps, reply())
+    m.extract_ok(plain + high)
+
+    for limit in (2, 5):
+        found = m.ok("memory.recall", as_="viewer", query="", limit=limit)["turns"]
+        assert [t["content"] for t in found] == ["Plain note 1.", "Plain note 0."], limit
+
+
+def test_evidence_lists_a_turn_that_reads_as_high_with_its_text_blank(m, deps, pool):
+    """GIVEN a fact cited from a turn that pastes an API key and from a plain turn, with a span
+    that quotes the key
+    WHEN memory.evidence is asked for the fact
+    THEN both turns are listed; the key's turn has its text blank, the plain turn its text;
+    the span is blank on both; no memory.sensitive_read audit row is written."""
+    scripted(
+        deps,
+        reply(
+            fact(
+                "user",
+                "openai account",
+                "The user has an OpenAI account.",
+                indices=[0, 1],
+                span=f"API key is {OPENAI_KEY}",
+            )
+        ),
+    )
+    m.extract_ok(turns(("user", HIGH_KEY_TURN), ("user", PLAIN)))
+
+    ev = m.ok("memory.evidence", as_="viewer", key="user/openai_account")["turns"]
+
+    assert [(t["content"], t["span"]) for t in ev] == [("", ""), (PLAIN, "")]
+    assert OPENAI_KEY not in str(ev)
+    assert audit_rows(pool, m.org, "memory.sensitive_read") == []
+
+
+def test_a_user_turn_that_reads_as_high_is_never_sent_to_the_embedder(m, deps, embedder):
+    """GIVEN a transcript whose first user turn pastes an API key and whose second is plain
+    WHEN it is extracted
+    THEN the embedder never receives the key: the existing-memories query is made from the
+    plain turn alone (and the chunk holding both turns is not embedded)."""
+    scripted(deps, reply())
+
+    m.extract_ok(turns(("user", HIGH_KEY_TURN), ("user", PLAIN)))
+
+    assert PLAIN in embedder.seen
+    assert not [t for t in embedder.seen if OPENAI_KEY in t]
+
+
+def test_a_different_transcript_under_a_reused_request_id_keeps_its_own_turns(m, deps, pool):
+    """GIVEN two writer tokens (two integrations) and an extraction by each for user u9 with
+    the same request_id, each transcript its own
+    WHEN the second asks memory.evidence for its fact and memory.recall for its words
+    THEN both transcripts' turns are stored; each fact traces to its own turn, and the second
+    turn is recalled."""
+    a = m.token("writer", subject="integration-a")
+    b = m.token("writer", subject="integration-b")
+    scripted(deps, reply(fact("user", "city", "The user lives in Lisbon.")))
+    first = m.extract_ok(turns(("user", "I live in Lisbon.")), token=a, request_id="req-1",
+                         user_id="u9")  # fmt: skip
+    scripted(deps, reply(fact("user", "pet", "The user has a cat named Miso.")))
+    second = m.extract_ok(turns(("user", "My cat is called Miso.")), token=b, request_id="req-1",
+                          user_id="u9")  # fmt: skip
+
+    def evidence(key):
+        turns_ = m.ok("memory.evidence", as_="viewer", key=key, user_id="u9")["turns"]
+        return [t["content"] for t in turns_]
+
+    assert sorted(r["content"] for r in evidence_rows(pool, m.org)) == [
+        "I live in Lisbon.",
+        "My cat is called Miso.",
+    ]
+    assert first["evidence_ids"] != second["evidence_ids"]
+    assert evidence("user/pet") == ["My cat is called Miso."]
+    assert evidence("user/city") == ["I live in Lisbon."]
+    found = m.ok("memory.recall", as_="viewer", query="Miso", user_id="u9")["turns"]
+    assert [t["content"] for t in found] == ["My cat is called Miso."]
+
+
+def test_a_replay_of_the_same_request_reuses_its_stored_turns(m, deps, pool):
+    """GIVEN an extraction sent with request_id r-7
+    WHEN the same transcript is sent again under r-7 (a replay)
+    THEN the replay gets the same evidence ids and no turn is stored twice."""
+    scripted(deps, reply(), reply())
+    first = m.extract_ok(ONE, request_id="r-7")
+    again = m.extract_ok(ONE, request_id="r-7")
+
+    assert again["evidence_ids"] == first["evidence_ids"]
+    assert len(evidence_rows(pool, m.org)) == 1

@@ -196,3 +196,67 @@ def test_a_body_that_is_not_a_json_object_is_400(m):
     for raw in ("{not json", "[1, 2]"):
         status, data, _ = m.api.raw("memory.set", raw, token=m.tokens["writer"])
         assert status == 400, data
+
+
+SHARED = "policy/wifi"
+UNPINNED_OPS = (
+    ("memory.get", {"key": SHARED}),
+    ("memory.set", {"key": SHARED, "value": "The wifi is evil-twin."}),
+    ("memory.bulk_set", {"entries": [{"key": SHARED, "value": "The wifi is evil-twin."}]}),
+    ("memory.delete", {"key": SHARED}),
+    ("memory.evidence", {"key": SHARED}),
+    ("memory.search", {"query": "wifi"}),
+    ("memory.recall", {"query": "wifi"}),
+    ("memory.set_from_messages", {"messages": [{"role": "user", "content": "VPN is off"}]}),
+    (
+        "memory.set_from_messages",
+        {"messages": [{"role": "user", "content": "VPN is off"}], "defer": True},
+    ),
+    ("observe.record", {"session_id": "s1", "action": "ran pytest"}),
+    ("observe.crystallize", {"session_id": "s1"}),
+)
+
+
+@pytest.mark.parametrize("user_id", [None, "", "-"], ids=["absent", "empty", "shared"])
+def test_an_own_user_token_without_a_pin_reaches_no_shared_row(m, pool, user_id):
+    """GIVEN a namespace-shared row (user "-") and a writer token bounded to own_user that pins
+    no user
+    WHEN it calls every memory op (reads, writes, deletes, evidence, inline and deferred
+    extraction, observe.record and observe.crystallize) naming no user, or the shared user "-"
+    THEN each is refused with 400 "a token bounded to one user needs user_id", and nothing is
+    read, changed, queued or recorded.
+    """
+    m.set(SHARED, "The office wifi is acme-guest.")
+    before = memory_rows(pool, m.org)
+    tok = m.token("writer", read_scope="own_user")
+    named = {} if user_id is None else {"user_id": user_id}
+
+    for op, body in UNPINNED_OPS:
+        status, data = m.post(op, token=tok, **body, **named)
+        assert status == 400, (op, data)
+        assert data["error"]["message"] == "a token bounded to one user needs user_id", op
+
+    assert memory_rows(pool, m.org) == before
+    with pool.connection() as conn:
+        for table in ("memory_extraction_queue", "observations", "memory_evidence"):
+            count = conn.execute(f"SELECT count(*) FROM loom.{table} WHERE org = %s", (m.org,))
+            assert count.fetchone()[0] == 0, table
+
+
+def test_an_own_user_token_without_a_pin_acts_as_the_user_it_names(m, pool):
+    """GIVEN a namespace-shared row and a writer token bounded to own_user that pins no user
+    WHEN it sets, gets and deletes that key naming user u1
+    THEN each answers 200 on u1's row; the shared row is untouched.
+    """
+    m.set(SHARED, "The office wifi is acme-guest.")
+    tok = m.token("writer", read_scope="own_user")
+
+    m.ok("memory.set", token=tok, key=SHARED, value="u1's wifi is home-net.", user_id="u1")
+    got = m.ok("memory.get", token=tok, key=SHARED, user_id="u1")["memory"]
+    assert (got["user_id"], got["value"]) == ("u1", "u1's wifi is home-net.")
+    assert m.ok("memory.delete", token=tok, key=SHARED, user_id="u1")["deleted"] is True
+
+    rows = {(r["user_id"], r["key"]): r for r in memory_rows(pool, m.org)}
+    assert rows[("-", SHARED)]["value"] == "The office wifi is acme-guest."
+    assert rows[("-", SHARED)]["retired_at"] is None
+    assert rows[("u1", SHARED)]["retired_at"] is not None

@@ -18,6 +18,10 @@ from chalicelib.auth import mint_token
 from chalicelib.providers.llm import ScriptedLLM
 from tests.conftest import live_setting  # noqa: F401  (used by the suites)
 
+# A pasted API key: text that reads as high (chalicelib.sensitivity).
+OPENAI_KEY = "sk-proj-" + "Ab3dEf9hIjKlMnOpQrStUvWx12"
+HIGH_KEY_TURN = f"My OpenAI API key is {OPENAI_KEY}, keep it handy."
+
 NS = "ns-mem"
 NS2 = "ns-other"
 AGENT = "a1"

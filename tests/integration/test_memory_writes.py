@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.memory_writer import Entry, write_entries
 from tests.integration.test_memory_support import (
     NS,
     NS2,
@@ -278,3 +279,47 @@ def test_a_pattern_re_cannot_compile_is_matched_as_plain_text(m, pool):
     verdicts = {w["key"]: w["conflict_verdict"] for w in out["written"]}
     assert verdicts["user/plain"] != "blacklisted"
     assert verdicts["user/odd"] == verdicts["user/code"] == "blacklisted"
+
+
+@pytest.mark.parametrize(
+    ("source", "third"), [("extraction", ("conflict", 1)), ("set", ("updated", 2))]
+)
+def test_one_write_naming_a_key_again_answers_each_entry_from_the_row_just_written(
+    m, deps, pool, source, third
+):
+    """GIVEN one write (what extraction's chunks and digest go through) naming key k/a three
+    times: a value, the same value, another value; and k/b twice: locked, then changed
+    WHEN it is written
+    THEN it never fails: k/a is created, then unchanged, then a conflict (extraction) or a
+    new version (memory.set's source); k/b is created locked, then locked.
+    """
+    entries = [
+        Entry(key="k/a", value="The first value."),
+        Entry(key="k/a", value="the first value"),
+        Entry(key="k/a", value="Another value."),
+        Entry(key="k/b", value="A locked value.", locked=True),
+        Entry(key="k/b", value="A changed value."),
+    ]
+
+    out = write_entries(
+        deps,
+        org=m.org,
+        namespace=NS,
+        user_id="-",
+        entries=entries,
+        source=source,
+        value_updates=source
+        == "set",  # extraction's default: LOOM_MEMORY_EXTRACT_VALUE_UPDATES off
+    )
+
+    assert [(w.key, w.conflict_verdict, w.version) for w in out] == [
+        ("k/a", "created", 1),
+        ("k/a", "unchanged", 1),
+        ("k/a", *third),
+        ("k/b", "created", 1),
+        ("k/b", "locked", 1),
+    ]
+    rows = {r["key"]: r for r in memory_rows(pool, m.org)}
+    expected = "Another value." if third[0] == "updated" else "The first value."
+    assert rows["k/a"]["value"] == expected
+    assert (rows["k/b"]["value"], rows["k/b"]["locked"]) == ("A locked value.", True)

@@ -1,4 +1,10 @@
-"""The rows that track an erasure too large for one request, and their leases."""
+"""The rows that track an erasure too large for one request, and their leases.
+
+`status` pending: no worker holds the job; `lease_until`, when set, is the time before which
+no worker takes it (a failed pass backs off). running: a worker holds it until `lease_until`;
+a running job whose lease ran out lost its worker (a killed pass). `attempts` counts failures
+since the last batch that committed: a failed pass, or a worker lost; not the passes.
+"""
 
 from __future__ import annotations
 
@@ -31,14 +37,13 @@ def open_job(
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(
             f"INSERT INTO loom.erasure_jobs (job_id, org, kind, user_id, namespaces, purge,"
-            f" subject_sha256, status, requested_by, lease_until, attempts)"
+            f" subject_sha256, status, requested_by, lease_until)"
             f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            f"  CASE WHEN %s = 'running' THEN now() + make_interval(secs => %s) END,"
-            f"  CASE WHEN %s = 'running' THEN 1 ELSE 0 END)"
+            f"  CASE WHEN %s = 'running' THEN now() + make_interval(secs => %s) END)"
             f" ON CONFLICT (org, subject_sha256) WHERE status IN ('pending', 'running')"
             f" DO NOTHING RETURNING {_JOB}",
             (job_id, s.org, s.kind, s.user_id, list(s.namespaces) if s.namespaces else None,
-             purge, subject_sha256, status, requested_by, status, lease_seconds, status),
+             purge, subject_sha256, status, requested_by, status, lease_seconds),
         ).fetchone()  # fmt: skip
         if row is not None:
             return row, True
@@ -74,17 +79,29 @@ def get_job(
         ).fetchone()
 
 
-def claim_due_job(conn: Connection, lease_seconds: int) -> dict[str, Any] | None:
-    """Take the oldest pending job, or a running one whose lease ran out."""
+LOST = "the worker stopped before it finished (its lease ran out)"
+
+
+def claim_due_job(conn: Connection, lease_seconds: int, max_attempts: int) -> dict[str, Any] | None:
+    """Take the oldest pending job whose backoff is over, or a running one whose lease ran out.
+    Taking the latter counts a failed attempt (its worker was lost): the one that uses up
+    `max_attempts` ends the job failed, and the row comes back with that status."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.erasure_jobs SET status = 'running', attempts = attempts + 1,"
-            " lease_until = clock_timestamp() + make_interval(secs => %s), updated_at = now()"
+            "UPDATE loom.erasure_jobs SET"
+            " status = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN 'failed'"
+            "  ELSE 'running' END,"
+            " lease_until = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN NULL"
+            "  ELSE clock_timestamp() + make_interval(secs => %(lease)s) END,"
+            " last_error = CASE WHEN status = 'running' THEN %(lost)s ELSE last_error END,"
+            " attempts = attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END,"
+            " updated_at = now()"
             " WHERE job_id = (SELECT job_id FROM loom.erasure_jobs"
-            "  WHERE status = 'pending' OR (status = 'running' AND lease_until < clock_timestamp())"
+            "  WHERE (status = 'pending' AND coalesce(lease_until <= clock_timestamp(), true))"
+            "   OR (status = 'running' AND lease_until < clock_timestamp())"
             "  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
             f" RETURNING {_JOB}",
-            (lease_seconds,),
+            {"max": max_attempts, "lease": lease_seconds, "lost": LOST},
         ).fetchone()
 
 
@@ -95,11 +112,12 @@ def save_progress(
     lease_seconds: int,
     done: bool,
 ) -> None:
-    """Store the job's step, cursor and counts (in the transaction of the batch they count)."""
+    """Store the job's step, cursor and counts (in the transaction of the batch they count);
+    a batch that commits clears the failures counted before it."""
     cursor = job["thread_cursor"]
     conn.execute(
         "UPDATE loom.erasure_jobs SET step = %s, thread_cursor = %s, tombstoned = %s,"
-        " removed = %s, updated_at = now(), last_error = '',"
+        " removed = %s, updated_at = now(), last_error = '', attempts = 0,"
         " status = CASE WHEN %s THEN 'done' ELSE status END,"
         " finished_at = CASE WHEN %s THEN clock_timestamp() END,"
         " lease_until = CASE WHEN %s THEN NULL"
@@ -111,10 +129,42 @@ def save_progress(
 
 
 def release_job(conn: Connection, job_id: str, *, error: str, failed: bool) -> None:
-    """Let another pass take the job up at once (or end it failed)."""
+    """Let another pass take the job up at once, no attempt spent (a pass out of its time, or
+    an inline erasure that failed), or end it failed."""
     conn.execute(
-        "UPDATE loom.erasure_jobs SET lease_until = clock_timestamp(), last_error = %s,"
-        " status = CASE WHEN %s THEN 'failed' ELSE status END, updated_at = now()"
+        "UPDATE loom.erasure_jobs SET lease_until = NULL, last_error = %s,"
+        " status = CASE WHEN %s THEN 'failed' ELSE 'pending' END, updated_at = now()"
         " WHERE job_id = %s AND status = 'running'",
         (error[:2000], failed, job_id),
     )
+
+
+def retry_job(
+    conn: Connection,
+    job_id: str,
+    *,
+    error: str,
+    backoff_seconds: float,
+    spend_attempt: bool,
+    max_attempts: int,
+) -> str | None:
+    """A pass failed: no worker takes the job for `backoff_seconds`; with `spend_attempt`
+    (the pass committed no batch) it counts a failed attempt, and the one that uses up
+    `max_attempts` ends the job failed. The new status (None: the job was not running)."""
+    row = conn.execute(
+        "UPDATE loom.erasure_jobs SET last_error = %(error)s, updated_at = now(),"
+        " attempts = attempts + %(spend)s::int,"
+        " status = CASE WHEN %(spend)s::int = 1 AND attempts + 1 >= %(max)s THEN 'failed'"
+        "  ELSE 'pending' END,"
+        " lease_until = CASE WHEN %(spend)s::int = 1 AND attempts + 1 >= %(max)s THEN NULL"
+        "  ELSE clock_timestamp() + make_interval(secs => %(backoff)s) END"
+        " WHERE job_id = %(id)s AND status = 'running' RETURNING status",
+        {
+            "error": error[:2000],
+            "spend": 1 if spend_attempt else 0,
+            "max": max_attempts,
+            "backoff": backoff_seconds,
+            "id": job_id,
+        },
+    ).fetchone()
+    return row[0] if row else None

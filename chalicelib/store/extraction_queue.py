@@ -33,17 +33,32 @@ def enqueue(
     )  # fmt: skip
 
 
-def claim(conn: Connection, queue_id: str, lease_seconds: float) -> dict[str, Any] | None:
-    """Take a due job (pending, or running with an expired lease) for one worker."""
+LOST = "the worker stopped before it finished (its lease ran out)"
+
+
+def claim(
+    conn: Connection, queue_id: str, lease_seconds: float, max_attempts: int
+) -> dict[str, Any] | None:
+    """Take a due job (pending, or running with an expired lease) for one worker. Its
+    `lease_until` is the claim's token: finish and retry_later act only while it holds. A
+    running job whose lease expired lost its worker (killed, or out of time): taking it
+    spends an attempt, and the one that uses up `max_attempts` ends it failed instead (the row
+    comes back with that status)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.memory_extraction_queue SET status = 'running',"
-            " lease_until = clock_timestamp() + make_interval(secs => %s), updated_at = now()"
-            " WHERE queue_id = %s AND ((status = 'pending' AND not_before <= clock_timestamp())"
+            "UPDATE loom.memory_extraction_queue SET"
+            " status = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN 'failed'"
+            "  ELSE 'running' END,"
+            " lease_until = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN NULL"
+            "  ELSE clock_timestamp() + make_interval(secs => %(lease)s) END,"
+            " last_error = CASE WHEN status = 'running' THEN %(lost)s ELSE last_error END,"
+            " attempts = attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END,"
+            " updated_at = now()"
+            " WHERE queue_id = %(id)s AND ((status = 'pending' AND not_before <= clock_timestamp())"
             "  OR (status = 'running' AND lease_until < clock_timestamp()))"
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
-            " request, attempts, created_at",
-            (lease_seconds, queue_id),
+            " request, attempts, created_at, status, lease_until",
+            {"max": max_attempts, "lease": lease_seconds, "lost": LOST, "id": queue_id},
         ).fetchone()
 
 
@@ -55,20 +70,25 @@ def not_before(conn: Connection, queue_id: str) -> tuple[str, datetime] | None:
     return (row[0], row[1]) if row else None
 
 
-def finish(conn: Connection, queue_id: str, result: dict[str, Any]) -> None:
-    conn.execute(
+def finish(conn: Connection, queue_id: str, result: dict[str, Any], lease: datetime) -> bool:
+    """Mark the job done, only while the claim `lease` still holds it (a worker that outlived
+    its lease, whose job another took, changes nothing); True when it did."""
+    row = conn.execute(
         "UPDATE loom.memory_extraction_queue SET status = 'done', result = %s, last_error = '',"
-        " held_reason = '', lease_until = NULL, updated_at = now() WHERE queue_id = %s",
-        (Jsonb(result), queue_id),
-    )
+        " held_reason = '', lease_until = NULL, updated_at = now()"
+        " WHERE queue_id = %s AND status = 'running' AND lease_until = %s RETURNING 1",
+        (Jsonb(result), queue_id, lease),
+    ).fetchone()
+    return row is not None
 
 
 def retry_later(
-    conn: Connection, queue_id: str, *, delay_seconds: float, error: str, spend_attempt: bool,
-    max_attempts: int,
-) -> str:  # fmt: skip
+    conn: Connection, queue_id: str, *, lease: datetime, delay_seconds: float, error: str,
+    spend_attempt: bool, max_attempts: int,
+) -> str | None:  # fmt: skip
     """Back to pending after `delay_seconds`, or failed once a spent attempt runs them out (one
-    not spent never fails a job, even one retried past its attempts); the new status."""
+    not spent never fails a job, even one retried past its attempts); the new status. Only
+    while the claim `lease` still holds the job: None (nothing changed) when it does not."""
     row = conn.execute(
         "UPDATE loom.memory_extraction_queue SET"
         " attempts = attempts + %(spend)s::int,"
@@ -76,16 +96,40 @@ def retry_later(
         "  ELSE 'pending' END,"
         " not_before = clock_timestamp() + make_interval(secs => %(delay)s),"
         " last_error = %(error)s, lease_until = NULL, updated_at = now()"
-        " WHERE queue_id = %(id)s RETURNING status",
+        " WHERE queue_id = %(id)s AND status = 'running' AND lease_until = %(lease)s"
+        " RETURNING status",
         {
             "spend": 1 if spend_attempt else 0,
             "max": max_attempts,
             "delay": delay_seconds,
             "error": error[:2000],
             "id": queue_id,
+            "lease": lease,
         },
     ).fetchone()
-    return row[0] if row else "failed"
+    return row[0] if row else None
+
+
+def take_back_lost(
+    conn: Connection, lost_for_seconds: int, max_attempts: int, limit: int
+) -> list[tuple[str, str]]:
+    """Running jobs whose lease expired `lost_for_seconds` ago (their worker was lost and no
+    delivery took them again: their message went to the dead-letter queue, or was lost) go
+    back to pending at once, an attempt spent, or end failed when it was their last; returns
+    their (queue_id, new status)."""
+    rows = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET attempts = attempts + 1,"
+        " status = CASE WHEN attempts + 1 >= %(max)s THEN 'failed' ELSE 'pending' END,"
+        " not_before = clock_timestamp(), last_error = %(lost)s, lease_until = NULL,"
+        " updated_at = now()"
+        " WHERE queue_id IN (SELECT queue_id FROM loom.memory_extraction_queue"
+        "  WHERE status = 'running'"
+        "  AND lease_until < clock_timestamp() - make_interval(secs => %(secs)s)"
+        "  ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+        " AND status = 'running' RETURNING queue_id, status",
+        {"max": max_attempts, "lost": LOST, "secs": lost_for_seconds, "limit": limit},
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
 
 
 def due_jobs(conn: Connection, limit: int) -> list[str]:
@@ -101,11 +145,14 @@ def due_jobs(conn: Connection, limit: int) -> list[str]:
 
 
 def expire_old(conn: Connection, older_than_days: int) -> list[tuple[str, str, str]]:
-    """Fail jobs still waiting this long; returns their (queue_id, org, namespace)."""
+    """Fail jobs still waiting this long (a running one whose lease expired waits too: its
+    worker was lost); returns their (queue_id, org, namespace)."""
     rows = conn.execute(
         "UPDATE loom.memory_extraction_queue SET status = 'failed',"
-        " last_error = 'expired: still waiting a day before the queue TTL', updated_at = now()"
-        " WHERE status IN ('pending', 'held') AND created_at < now() - make_interval(days => %s)"
+        " last_error = 'expired: still waiting a day before the queue TTL', lease_until = NULL,"
+        " updated_at = now()"
+        " WHERE (status IN ('pending', 'held') OR (status = 'running' AND lease_until < now()))"
+        " AND created_at < now() - make_interval(days => %s)"
         " RETURNING queue_id, org, namespace",
         (older_than_days,),
     ).fetchall()

@@ -2,7 +2,11 @@
 
 At-least-once delivery is safe: a job is claimed by state with a lease, so a second delivery
 of a finished or running job does nothing, and a killed worker's job is taken again once its
-lease expires; a replay reuses its evidence rows and rewrites facts as `unchanged`.
+lease expires (an attempt spent: a job that keeps killing its worker ends failed); a replay
+reuses its evidence rows and rewrites facts as `unchanged`. A worker whose lease ran out
+before it finished changes nothing: its result and its retry are fenced by the claim's lease.
+With the worker switched off (LOOM_EXTRACTION_QUEUE_ENABLED=false) jobs stay pending: the SQS
+consumer sends each message back for later and runs nothing.
 """
 
 from __future__ import annotations
@@ -15,12 +19,17 @@ from chalicelib.deps import Deps
 from chalicelib.errors import LoomError, UnavailableError
 from chalicelib.observability import logger
 from chalicelib.providers.llm import LLMUnavailableError
+from chalicelib.providers.queue import SQS_MAX_DELAY
 from chalicelib.store import extraction_queue as store
 from chalicelib.store.extraction_support import record_drops
 
 BACKOFF_SECONDS = (15, 60, 300, 1800)  # after the 1st, 2nd, 3rd and later failed attempts
 UNREACHABLE_DELAY = 15
 TTL_DAYS = 30
+# A running job whose lease expired this long ago was not taken again by a redelivery of its
+# message (SQS makes a message visible again 720 s after it was received, 420 s after a 300 s
+# lease): its message is gone (the dead-letter queue after five receives), so it is taken back.
+LOST_AFTER_SECONDS = 900
 
 
 def backoff(attempts: int) -> int:
@@ -38,10 +47,16 @@ def _unreachable(exc: BaseException) -> bool:
 
 
 def process_job(deps: Deps, queue_id: str) -> str:
-    """Run one job if it is due; returns what happened (done, retry, failed, skipped, early)."""
+    """Run one job if it is due; returns what happened (done, retry, failed, skipped, early, or
+    lost: its lease ran out before it finished, and what it did is not recorded)."""
     settings = deps.live()
     with deps.pool.connection() as conn:
-        job = store.claim(conn, queue_id, settings.extraction_queue_lease_seconds)
+        job = store.claim(
+            conn,
+            queue_id,
+            settings.extraction_queue_lease_seconds,
+            settings.extraction_queue_max_attempts,
+        )
     if job is None:
         with deps.pool.connection() as conn:
             state = store.not_before(conn, queue_id)
@@ -50,6 +65,12 @@ def process_job(deps: Deps, queue_id: str) -> str:
             deps.queue.send(queue_id, max(1, int(wait)))
             return "early"
         return "skipped"
+    if job["status"] == "failed":  # its worker was lost (killed, out of time) once too often
+        logger.warning(
+            "deferred extraction failed", extra={"queue_id": queue_id, "error": store.LOST}
+        )
+        return "failed"
+    lease = job["lease_until"]
     from chalicelib.registry import call
 
     caller = Caller(
@@ -71,19 +92,39 @@ def process_job(deps: Deps, queue_id: str) -> str:
             status = store.retry_later(
                 conn,
                 queue_id,
+                lease=lease,
                 delay_seconds=delay,
                 error=error,
                 spend_attempt=not unreachable,
                 max_attempts=settings.extraction_queue_max_attempts,
             )
+        if status is None:
+            return _lost(queue_id)
         if status == "pending":
             deps.queue.send(queue_id, int(delay))
         logger.warning("deferred extraction failed", extra={"queue_id": queue_id, "error": error})
         return "retry" if status == "pending" else "failed"
     result = {"written": out["written"], "pipeline_errors": out["pipeline_errors"]}
     with deps.pool.connection() as conn:
-        store.finish(conn, queue_id, result)
-    return "done"
+        finished = store.finish(conn, queue_id, result, lease)
+    return "done" if finished else _lost(queue_id)
+
+
+def _lost(queue_id: str) -> str:
+    """The claim's lease ran out before this worker finished, and the job is another's now:
+    its outcome is that worker's to record."""
+    logger.warning("deferred extraction outlived its lease", extra={"queue_id": queue_id})
+    return "lost"
+
+
+def _paused(deps: Deps, queue_id: str) -> str:
+    """The worker is switched off: the job stays as it is, and its message comes back later."""
+    with deps.pool.connection() as conn:
+        state = store.not_before(conn, queue_id)
+    if state is None or state[0] in ("done", "failed"):
+        return "skipped"
+    deps.queue.send(queue_id, SQS_MAX_DELAY)
+    return "paused"
 
 
 def handle_sqs_batch(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
@@ -94,9 +135,11 @@ def handle_sqs_batch(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
         process_partial_response,
     )
 
+    enabled = deps.live().extraction_queue_enabled
+
     def record_handler(record: Any) -> str:
         queue_id = json.loads(record.body)["queue_id"]
-        return process_job(deps, queue_id)
+        return process_job(deps, queue_id) if enabled else _paused(deps, queue_id)
 
     processor = BatchProcessor(event_type=EventType.SQS)
     answer = process_partial_response(
@@ -130,9 +173,18 @@ def expire_stale_jobs(deps: Deps) -> int:
 
 def resend_stranded(deps: Deps) -> int:
     """Send again the message of jobs due for five minutes and still pending (a send that
-    failed after its row committed, or a message lost): the table is the truth."""
+    failed after its row committed, or a message lost), and take back the jobs of workers lost
+    long ago (an attempt spent) and send them: the table is the truth. Nothing while the
+    worker is switched off."""
+    settings = deps.live()
+    if not settings.extraction_queue_enabled:
+        return 0
     with deps.pool.connection() as conn:
-        ids = store.stranded(conn, 300, 500)
+        taken = store.take_back_lost(
+            conn, LOST_AFTER_SECONDS, settings.extraction_queue_max_attempts, 500
+        )
+        ids = [q for q, status in taken if status == "pending"]
+        ids += store.stranded(conn, 300, 500)
     for queue_id in ids:
         deps.queue.send(queue_id)
     return len(ids)

@@ -2,6 +2,9 @@
 
 Turns that read as high are never sent to the model; a thread whose first eight user and
 assistant turns all read as high, or whose title reads as high, is marked `title_refused`.
+The title is written only if, once the model has answered, the claim is still this run's, the
+thread is still live and untitled, and the turns it was made from are still live (a delete, a
+user's own title or an erasure meanwhile wins: the answer is discarded).
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ TITLER_SYSTEM = (
 def title_threads(deps: Deps) -> dict[str, int]:
     """One pass over at most LOOM_CONVERSATION_TITLER_MAX_THREADS_PER_PASS threads."""
     live = deps.live()
-    counts = {"titled": 0, "refused": 0, "waiting": 0, "failed": 0, "claimed_elsewhere": 0}
+    counts = {
+        "titled": 0,
+        "refused": 0,
+        "waiting": 0,
+        "failed": 0,
+        "claimed_elsewhere": 0,
+        "discarded": 0,  # the thread changed while the model answered
+    }
     if not live.conversation_titler_enabled or not deps.llm.answers:
         return counts  # the stock fake LLM titles nothing
     with deps.pool.connection() as conn:
@@ -39,38 +49,49 @@ def title_threads(deps: Deps) -> dict[str, int]:
     for c in candidates:
         key = (c["org"], c["namespace"], c["thread_id"])
         with deps.pool.connection() as conn:
-            claimed = store.claim_thread(conn, *key, c["first_agent"], CLAIM_SECONDS)
-        if not claimed:
+            claim = store.claim_thread(conn, *key, c["first_agent"], CLAIM_SECONDS)
+        if claim is None:
             counts["claimed_elsewhere"] += 1
             continue
-        outcome, title = _title_for(deps, key)
+        outcome, title, source = _title_for(deps, key)
         with deps.pool.connection() as conn:
-            store.finish_claim(conn, *key, title=title, refused=outcome == "refused")
+            written = store.finish_claim(
+                conn, *key, claim=claim, turns=source, title=title, refused=outcome == "refused"
+            )
+        if outcome in ("titled", "refused") and not written:
+            outcome = "discarded"
         counts[outcome] += 1
     return counts
 
 
-def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str]:
-    """('titled', title), ('refused', ''), ('waiting', '') or ('failed', '')."""
+Source = list[tuple[str, str]]  # the (agent, msg_id) of each turn an outcome was read from
+
+
+def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]:
+    """('titled', title, turns), ('refused', '', turns), ('waiting', '', []) or
+    ('failed', '', [])."""
     try:
         policy = deps.extraction_policy(key[0], key[1])
     except UnavailableError:
-        return "waiting", ""  # never call the model without the operator's policy
+        return "waiting", "", []  # never call the model without the operator's policy
     with deps.pool.connection() as conn:
         turns = store.first_turns(conn, *key, FIRST_TURNS)
     plain = [t for t in turns if not reads_as_high(t["content"])]
     if not plain:
-        return ("refused" if len(turns) >= FIRST_TURNS else "waiting"), ""
+        if len(turns) >= FIRST_TURNS:
+            return "refused", "", [(t["agent"], t["msg_id"]) for t in turns]
+        return "waiting", "", []
+    source = [(t["agent"], t["msg_id"]) for t in plain]
     transcript = "\n".join(f"{t['role']}: {t['content'][:1000]}" for t in plain)
     try:
         system = TITLER_SYSTEM + (policy_block(policy) if policy else "")
         answer = deps.llm.complete(system, transcript).text
     except LLMError as exc:
         logger.warning("titler model call failed", extra={"thread_id": key[2], "error": str(exc)})
-        return "failed", ""
+        return "failed", "", []
     title = " ".join(answer.strip().strip("\"'").split())[:TITLE_CHARS]
     if not title:
-        return "failed", ""
+        return "failed", "", []
     if reads_as_high(title):
-        return "refused", ""
-    return "titled", title
+        return "refused", "", source
+    return "titled", title, source

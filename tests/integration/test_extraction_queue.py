@@ -393,3 +393,194 @@ def test_a_user_pinned_token_reads_its_users_own_batches_only(api, deps, org, qu
                    **{**BODY, "user_id": "u1"})["queue_id"]  # fmt: skip
     out = pinned.ok("memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=[q1, q2])
     assert [b["queue_id"] for b in out["batches"]] == [q1] and out["unknown"] == [q2]
+
+
+def test_a_deferred_transcript_repeating_a_long_turn_is_done_on_its_first_replay(
+    deps, org, queue, pool
+):
+    """GIVEN a deferred request whose transcript sends one long turn twice (two identical
+    verbatim chunks)
+    WHEN the worker replays it
+    THEN the replay is done at once: the fact is written and one chunk row holds the turn."""
+    big = ("Here is the build log I pasted: " + "lorem ipsum dolor sit amet " * 70).strip()
+    body = {**BODY, "messages": [{"role": "user", "content": big}] * 2, "defer": True}
+    queue_id = call("memory.set_from_messages", body, local_caller(org), deps).body["queue_id"]
+    deps._llm = ScriptedLLM(replies=deque([_fact("builds")]), name=f"scripted-{org}")
+
+    assert process_job(deps, queue_id) == "done"
+
+    assert _status(pool, queue_id)[0] == "done"
+    rows = _rows(pool, "SELECT kind, count(*) FROM loom.memories WHERE org = %s GROUP BY kind", org)
+    assert sorted(rows) == [("chunk", 1), ("fact", 1)]
+
+
+# ---- a worker lost, a lease outlived, the worker switched off ------------------------------
+
+
+class Killed(BaseException):
+    """Stands for the Lambda sandbox killed at its timeout (or out of memory) mid-replay."""
+
+
+class KilledLLM:
+    name = "killed"
+    answers = True
+
+    def complete(self, *args, **kwargs):
+        raise Killed()
+
+
+def _expire_lease(pool, queue_id, ago="1 second", **columns):
+    sets = "".join(f", {name} = %s" for name in columns)
+    with pool.connection() as conn:
+        conn.execute(
+            f"UPDATE loom.memory_extraction_queue SET lease_until = now() - %s::interval{sets}"
+            " WHERE queue_id = %s",
+            (ago, *columns.values(), queue_id),
+        )
+
+
+def test_a_job_that_keeps_killing_its_worker_spends_attempts_and_ends_failed(
+    deps, org, queue, pool
+):
+    """GIVEN a deferred job whose replay kills the worker every time (a Lambda timeout)
+    WHEN its message is delivered again after each lease expired
+    THEN each redelivery spends an attempt, and the one that uses up the last ends the job
+    failed with the reason, without a replay; memory.search no longer reports it pending.
+    """
+    qid = _defer(local_caller(org), deps, "kayak")["queue_id"]
+    deps._llm = KilledLLM()
+    for attempts in range(3):
+        with pytest.raises(Killed):
+            process_job(deps, qid)
+        assert _status(pool, qid) == ("running", attempts)
+        _expire_lease(pool, qid)
+    _expire_lease(pool, qid, attempts=7)
+    assert process_job(deps, qid) == "failed"
+    assert _status(pool, qid) == ("failed", 8)
+    error = _rows(
+        pool, "SELECT last_error FROM loom.memory_extraction_queue WHERE queue_id = %s", qid
+    )
+    assert "lease ran out" in error[0][0]
+    search = call("memory.search", {**BODY, "query": "kayak"}, local_caller(org), deps).body
+    assert search["pending_extraction"] is False
+
+
+def test_a_lost_job_whose_message_is_gone_is_taken_back_and_sent_again(
+    deps, org, queue, pool, client
+):
+    """GIVEN a job left running by a killed worker, its lease expired an hour ago and its
+    message gone (the dead-letter queue), and another at its last attempt
+    WHEN the resend schedule runs
+    THEN the first is pending again with an attempt spent and its message sent; the second
+    ends failed and is not sent.
+    """
+    lost, last = (_defer(local_caller(org), deps, w)["queue_id"] for w in ("canoe", "raft"))
+    _expire_lease(pool, lost, "1 hour", status="running", attempts=2)
+    _expire_lease(pool, last, "1 hour", status="running", attempts=7)
+    queue.sent.clear()
+    event = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    assert client.lambda_.invoke("extraction_queue_resend", event).payload >= 1
+    assert _status(pool, lost) == ("pending", 3)
+    assert (lost, 0) in queue.sent
+    assert _status(pool, last) == ("failed", 8)
+    assert all(q != last for q, _ in queue.sent)
+    deps._llm = OneFactLLM(0)
+    assert process_job(deps, lost) == "done"
+
+
+def test_a_lost_job_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool):
+    qid = _defer(local_caller(org), deps, "reef")["queue_id"]
+    _expire_lease(pool, qid, status="running")
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET created_at = now() - interval '29 days'"
+            " WHERE queue_id = %s",
+            (qid,),
+        )
+    assert expire_stale_jobs(deps) >= 1
+    assert _status(pool, qid)[0] == "failed"
+    assert ("expired",) in _rows(pool, "SELECT reason FROM loom.memory_drops WHERE org = %s", org)
+
+
+class OutlivedLLM:
+    """Worker A's model: while it answers, A's lease runs out and worker B (a redelivery)
+    takes the job and finishes it; then A's call fails (`fail`) or answers nothing usable."""
+
+    name = "outlived"
+    answers = True
+
+    def __init__(self, deps, pool, queue_id, fail: bool):
+        self.deps, self.pool, self.queue_id, self.fail = deps, pool, queue_id, fail
+        self.outcome_b = None
+
+    def complete(self, system, user, *, json_output=False, model=None):
+        from chalicelib.providers.llm import LLMError, LLMResult
+
+        _expire_lease(self.pool, self.queue_id)
+        self.deps._llm = OneFactLLM(0)  # B's model
+        try:
+            self.outcome_b = process_job(self.deps, self.queue_id)
+        finally:
+            self.deps._llm = self
+        if self.fail:
+            raise LLMError("model answered 500")
+        return LLMResult("not json", None, 1, 1, self.name)
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_worker_that_outlived_its_lease_changes_nothing_of_the_finished_job(
+    deps, org, queue, pool, fail
+):
+    """GIVEN worker A replaying a job, whose lease runs out while its model answers, and worker
+    B that takes the job meanwhile and finishes it
+    WHEN A then fails (or finishes with nothing written)
+    THEN the job stays done with B's result, A sends no message and spends no attempt.
+    """
+    qid = _defer(local_caller(org), deps, "canoe")["queue_id"]
+    deps._llm = model = OutlivedLLM(deps, pool, qid, fail)
+    queue.sent.clear()
+    outcome_a = process_job(deps, qid)
+    assert model.outcome_b == "done"
+    assert _status(pool, qid)[0] == "done"
+    result = _rows(pool, "SELECT result FROM loom.memory_extraction_queue WHERE queue_id = %s", qid)
+    assert [w["key"] for w in result[0][0]["written"]] == ["user/topic_canoe"]
+    assert queue.sent == []
+    assert _status(pool, qid)[1] == 1  # B took a lost lease: one attempt spent
+    assert outcome_a == "lost"
+
+
+def test_switched_off_the_sqs_consumer_leaves_jobs_pending_and_keeps_their_messages(
+    deps, org, queue, pool, client
+):
+    """GIVEN a deferred job, and LOOM_EXTRACTION_QUEUE_ENABLED set false live
+    WHEN SQS delivers its message, and the resend schedule runs over a stranded job
+    THEN no model is called, the job stays pending with nothing written, and its message is
+    sent back for later (none for the schedule); switched on again, the delivery replays it.
+    """
+    qid = _defer(local_caller(org), deps, "sailing")["queue_id"]
+    deps._llm = llm = ScriptedLLM(replies=deque([_fact("sailing")]))
+    event = client.events.generate_sqs_event(
+        message_bodies=[json.dumps({"queue_id": qid})], queue_name="loom-extraction"
+    )
+    cron = client.events.generate_cw_event(
+        source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
+    )
+    with live_setting(pool, extraction_queue_enabled="false"):
+        queue.sent.clear()
+        assert client.lambda_.invoke("extraction_queue", event).payload == {"batchItemFailures": []}
+        assert queue.sent == [(qid, 900)]
+        with pool.connection() as conn:
+            conn.execute(
+                "UPDATE loom.memory_extraction_queue SET not_before = now() - interval '1 hour'"
+                " WHERE queue_id = %s",
+                (qid,),
+            )
+        queue.sent.clear()
+        assert client.lambda_.invoke("extraction_queue_resend", cron).payload == 0
+        assert queue.sent == []
+    assert llm.prompts == [] and _status(pool, qid) == ("pending", 0)
+    assert _rows(pool, "SELECT count(*) FROM loom.memories WHERE org = %s", org) == [(0,)]
+    assert client.lambda_.invoke("extraction_queue", event).payload == {"batchItemFailures": []}
+    assert _status(pool, qid)[0] == "done"

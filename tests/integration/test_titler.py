@@ -324,3 +324,131 @@ def test_the_titler_titles_through_an_openai_compatible_server(t, deps, client):
     assert mine[0]["model"] == "m"
     assert title_of(t, mark)[0] == "Ledger migration"
     assert listed_title(t, mark) == "Ledger migration"
+
+
+# ---- the thread changes while the model answers --------------------------------------------
+
+
+class HookTitler(PromptTitler):
+    """A PromptTitler that, asked about a thread holding `mark`, first runs `act` (once): it
+    stands for a request that commits while the model is answering."""
+
+    def __init__(self, mark: str, act):
+        super().__init__()
+        self.mark, self.act, self.done = mark, act, False
+
+    def complete(self, system, user, *, json_output=False, model=None) -> LLMResult:
+        if self.mark in user and not self.done:
+            self.done = True
+            self.act()
+        return super().complete(system, user, json_output=json_output, model=model)
+
+
+def thread_row(pool, org, thread_id):
+    with pool.connection() as conn:
+        return conn.execute(
+            "SELECT title, metadata, tombstoned_at IS NOT NULL FROM loom.conversation_threads"
+            " WHERE org = %s AND thread_id = %s",
+            (org, thread_id),
+        ).fetchone()
+
+
+@pytest.mark.parametrize("purge", [False, True])
+def test_an_erasure_while_the_model_answers_leaves_no_title_from_the_erased_turns(
+    t, deps, pool, org, purge
+):
+    """GIVEN a thread whose first turns are ann's (two) and bob's (four)
+    WHEN ann is erased (with and without purge) while the model is titling the thread
+    THEN the model's title, made from ann's words, is not written; the next pass titles the
+    thread from bob's turns alone, and no prompt of it holds ann's words.
+    """
+    mark = marker()
+    for i in range(2):
+        t.append(mark, f"{mark} ann zanzibar lighthouse {i}", role="user", user_id="u-ann")
+    for i in range(4):
+        t.append(mark, f"{mark} bob orchard move {i}", role=("assistant", "user")[i % 2])
+
+    def erase():
+        t.ok("erasure.request", kind="user", user_id="u-ann", namespace=NS, purge=purge)
+
+    deps._llm = model = HookTitler(mark, erase)
+    counts = title_threads(deps)
+    assert model.done, counts
+    assert thread_row(pool, org, mark)[0] == ""
+
+    model.prompts.clear()
+    title_threads(deps)
+    assert title_of(t, mark)[0] == f"Plan {mark}"
+    asked = [user for _, user in model.prompts if mark in user]
+    assert len(asked) == 1 and "zanzibar" not in asked[0] and "bob orchard" in asked[0]
+
+
+@pytest.mark.parametrize("case", ["own-title", "delete", "create"])
+def test_a_title_set_or_a_delete_while_the_model_answers_wins(t, deps, pool, org, case):
+    """GIVEN an untitled thread of four turns
+    WHEN, while the model is titling it, a writer sets its title (conversation.update), deletes
+    it, or creates it with metadata (conversation.create)
+    THEN the model's title is not written: the user's title stays, the deleted thread row
+    stays untitled, and the created thread is titled by the next pass from its live turns.
+    """
+    mark = thread(t, marker(), 4)
+    acts = {
+        "own-title": lambda: t.ok(
+            "conversation.update", agent="a1", thread_id=mark, title="Bob's own", as_="writer"
+        ),
+        "delete": lambda: t.ok(
+            "conversation.delete", agent="a1", thread_id=mark, confirm_thread_id=mark
+        ),
+        "create": lambda: t.ok(
+            "conversation.create", agent="a1", thread_id=mark, metadata={"k": 1}, as_="writer"
+        ),
+    }
+    deps._llm = model = HookTitler(mark, acts[case])
+    counts = title_threads(deps)
+    assert model.done, counts
+    if case == "own-title":
+        assert thread_row(pool, org, mark) == ("Bob's own", {}, False)
+    elif case == "delete":
+        assert thread_row(pool, org, mark) == ("", {}, True)
+    else:
+        assert thread_row(pool, org, mark) == ("", {"k": 1}, False)
+        title_threads(deps)
+        assert thread_row(pool, org, mark) == (f"Plan {mark}", {"k": 1}, False)
+
+
+# ---- fairness ------------------------------------------------------------------------------
+
+
+def _tool_threads(t, n: int) -> list[str]:
+    """`n` threads of tool and system turns only: the titler finds no plain turn and waits."""
+    marks = [marker() for _ in range(n)]
+    for mark in marks:
+        for j in range(4):
+            t.append(mark, f"{mark} step {j} exit 0", role=("tool", "system")[j % 2])
+    return marks
+
+
+def test_threads_that_keep_waiting_never_take_every_slot_of_a_pass(api, deps, pool, t, llm):
+    """GIVEN an org whose ten threads keep waiting (tool and system turns only, and the most
+    recently active), another org's untitled thread, and an older untitled thread of the
+    noisy org, with at most ten threads a pass
+    WHEN the titler runs twice, and the ten get new tool turns between passes
+    THEN the first pass tries the ten, and the second titles both other threads: threads
+    that waited go behind those not tried since, however recent their activity.
+    """
+    for _ in range(100):  # title what earlier tests left, so only waiting threads compete
+        counts = title_threads(deps)
+        if not (counts["titled"] or counts["refused"] or counts.get("discarded")):
+            break
+    victim = open_tenant(api, deps, f"org-{uuid.uuid4().hex[:10]}")
+    theirs = thread(victim, marker(), 4)
+    own_older = thread(t, marker(), 4)
+    noisy = _tool_threads(t, 10)
+    with live_setting(pool, "conversation_titler_max_threads_per_pass", "10"):
+        for n in range(2):
+            title_threads(deps)
+            for mark in noisy:  # the noisy tenant's agents keep logging tool output
+                t.append(mark, f"{mark} pass {n} exit 0", role="tool")
+    assert title_of(victim, theirs)[0] == f"Plan {theirs}"
+    assert title_of(t, own_older)[0] == f"Plan {own_older}"
+    assert all(title_of(t, m) == ("", {}) for m in noisy)

@@ -1,0 +1,177 @@
+"""The erasure_worker's attempts: a failed pass backs the job off and spends one attempt, a pass
+out of time or one that committed a batch spends none, and a lost worker counts as a failure.
+
+The worker is global over orgs: each test fails only its own org's batches and finishes its job
+before it ends, so no other test meets it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import types
+
+import psycopg
+import pytest
+
+from chalicelib.store import erasure as erasure_store
+from chalicelib.workers import erasure as worker
+from tests.integration.test_conversation_support import NS, Tenant
+
+ANN = "u-ann"
+
+
+@pytest.fixture
+def t(api, deps, org):
+    return Tenant.open(api, deps, org)
+
+
+def _deferred_job(t: Tenant, threads: int = 1, facts: int = 1) -> str:
+    """ann's turns and facts, and a deferred erasure of ann (a job the worker runs)."""
+    for i in range(threads):
+        t.append(f"th-{i}", f"ann's harbour note {i}", user_id=ANN)
+    for i in range(facts):
+        t.ok("memory.set", agent="a1", user_id=ANN, key=f"k{i}", value=f"ann fact {i}")
+    job = t.ok("erasure.request", kind="user", user_id=ANN, namespace=NS, defer=True)
+    assert job["status"] == "pending"
+    return job["job_id"]
+
+
+def _job(pool, job_id: str) -> tuple:
+    with pool.connection() as conn:
+        return conn.execute(
+            "SELECT status, attempts, last_error, lease_until > clock_timestamp()"
+            " FROM loom.erasure_jobs WHERE job_id = %s",
+            (job_id,),
+        ).fetchone()
+
+
+def _live_facts(pool, org: str) -> int:
+    with pool.connection() as conn:
+        return conn.execute(
+            "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = %s"
+            " AND retired_at IS NULL",
+            (org, ANN),
+        ).fetchone()[0]
+
+
+def _backoff_over(pool, job_id: str) -> None:
+    """Time passes: the job's backoff ends."""
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.erasure_jobs SET lease_until = clock_timestamp() - interval '1 second'"
+            " WHERE job_id = %s",
+            (job_id,),
+        )
+
+
+def _flaky(monkeypatch, org: str, fail: set[int]) -> list[int]:
+    """erase_table raises a deadlock on the calls of `org`'s subject numbered in `fail`
+    (1-based); returns the list of call numbers made."""
+    real = erasure_store.erase_table
+    calls: list[int] = []
+
+    def erase_table(conn, table, s, **kw):
+        if s.org == org:
+            calls.append(len(calls) + 1)
+            if calls[-1] in fail:
+                raise psycopg.errors.DeadlockDetected("deadlock detected (a transient error)")
+        return real(conn, table, s, **kw)
+
+    monkeypatch.setattr(erasure_store, "erase_table", erase_table)
+    return calls
+
+
+def test_a_transient_error_backs_off_and_spends_one_attempt_not_all_of_them(
+    t, deps, pool, org, monkeypatch
+):
+    """GIVEN a deferred erasure whose first statement of the memories step hits a deadlock
+    WHEN the worker runs a pass
+    THEN it takes the job once, leaves it pending with one attempt spent, the error and a
+    backoff, and the user's facts are still live; a pass before the backoff ends takes nothing,
+    and the pass after it finishes the erasure.
+    """
+    job_id = _deferred_job(t)
+    calls = _flaky(monkeypatch, org, fail={1})
+    with pool.connection() as conn:  # the conversation step done: the next batch fails
+        conn.execute("UPDATE loom.erasure_jobs SET step = 1 WHERE job_id = %s", (job_id,))
+
+    worker.run_erasure_jobs(deps)
+    assert calls == [1]  # taken once: not again in the same pass
+    status, attempts, error, backing_off = _job(pool, job_id)
+    assert (status, attempts, backing_off) == ("pending", 1, True)
+    assert "deadlock" in error
+    assert _live_facts(pool, org) == 1
+
+    worker.run_erasure_jobs(deps)
+    assert calls == [1]  # still backing off
+
+    _backoff_over(pool, job_id)
+    worker.run_erasure_jobs(deps)
+    assert _job(pool, job_id)[:3] == ("done", 0, "")
+    assert _live_facts(pool, org) == 0
+
+
+def test_passes_out_of_time_spend_no_attempt_and_progress_clears_failures(
+    t, deps, pool, org, monkeypatch
+):
+    """GIVEN an erasure that needs many passes (a batch of one row, two batches a pass)
+    WHEN six passes run out of their time, then one pass fails after committing a batch, and
+    one fails before committing any
+    THEN none of the six spends an attempt, the pass that committed a batch spends none either,
+    and only the last spends one: the job is pending, never failed, and then finishes.
+    """
+    job_id = _deferred_job(t, threads=3, facts=6)
+    monkeypatch.setattr(worker, "THREAD_BATCH", 1)
+    monkeypatch.setattr(worker, "ROW_BATCH", 1)
+    tick = itertools.count()
+    monkeypatch.setattr(worker, "time", types.SimpleNamespace(monotonic=lambda: float(next(tick))))
+    monkeypatch.setattr(worker, "PASS_BUDGET_SECONDS", 4.0)  # two batches a pass
+    for _ in range(6):
+        worker.run_erasure_jobs(deps)
+        assert _job(pool, job_id)[1] == 0  # no attempt spent
+        assert _job(pool, job_id)[0] == "pending"
+
+    calls = _flaky(monkeypatch, org, fail={2})  # the second batch of the pass fails
+    worker.run_erasure_jobs(deps)
+    assert calls == [1, 2]
+    assert _job(pool, job_id)[:2] == ("pending", 0)
+
+    _backoff_over(pool, job_id)
+    calls = _flaky(monkeypatch, org, fail={1})  # the first batch of the pass fails
+    worker.run_erasure_jobs(deps)
+    assert calls == [1]
+    assert _job(pool, job_id)[:2] == ("pending", 1)
+
+    monkeypatch.setattr(worker, "PASS_BUDGET_SECONDS", 1e9)
+    _backoff_over(pool, job_id)
+    worker.run_erasure_jobs(deps)
+    assert _job(pool, job_id)[:2] == ("done", 0)
+    assert _live_facts(pool, org) == 0
+
+
+def test_a_job_whose_worker_keeps_being_lost_ends_failed(t, deps, pool, org):
+    """GIVEN a running erasure whose lease ran out (its worker was killed), four times already
+    WHEN the worker takes it once more
+    THEN that counts the fifth failed attempt: the job ends failed, with the reason, and is not
+    run; with fewer losses it is taken and finished.
+    """
+    job_id = _deferred_job(t)
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.erasure_jobs SET status = 'running', attempts = 3,"
+            " lease_until = clock_timestamp() - interval '1 second' WHERE job_id = %s",
+            (job_id,),
+        )
+    worker.run_erasure_jobs(deps)  # the 4th loss: taken and finished
+    assert _job(pool, job_id)[:2] == ("done", 0)
+
+    job_id = _deferred_job(t)
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.erasure_jobs SET status = 'running', attempts = 4,"
+            " lease_until = clock_timestamp() - interval '1 second' WHERE job_id = %s",
+            (job_id,),
+        )
+    assert worker.run_erasure_jobs(deps)["jobs"] == 0
+    status, attempts, error, _ = _job(pool, job_id)
+    assert (status, attempts) == ("failed", 5) and "lease ran out" in error

@@ -311,7 +311,8 @@ def upsert_thread(
         " (org, namespace, thread_id, agent, title, metadata, run_id, user_id)"
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (org, namespace, thread_id) DO UPDATE SET"
-        " agent = EXCLUDED.agent, title = EXCLUDED.title, metadata = EXCLUDED.metadata,"
+        " agent = EXCLUDED.agent, title = EXCLUDED.title, title_by_titler = false,"
+        " metadata = EXCLUDED.metadata,"
         " run_id = EXCLUDED.run_id, user_id = EXCLUDED.user_id, updated_at = now(),"
         " tombstoned_at = NULL, origin = 'create', title_claimed_until = NULL,"
         " created_at = CASE WHEN conversation_threads.tombstoned_at IS NULL"
@@ -337,12 +338,14 @@ def update_thread(
     row = conn.execute(
         "UPDATE loom.conversation_threads SET"
         " title = coalesce(%s, title),"
+        " title_by_titler = title_by_titler AND %s::text IS NULL,"
         " metadata = coalesce(%s, metadata),"
         " run_id = coalesce(%s, run_id),"
         " updated_at = clock_timestamp()"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL"
         " RETURNING updated_at",
         (
+            title,
             title,
             None if metadata is None else Jsonb(metadata),
             run_id,

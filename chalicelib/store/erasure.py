@@ -253,9 +253,10 @@ def erase_threads(
     # A title the titler wrote from turns now erased may quote them: it titles the thread again.
     conn.execute(
         "WITH " + _BATCH + " UPDATE loom.conversation_threads t SET title = '',"
+        " title_by_titler = false,"
         " metadata = t.metadata - 'title_refused', title_claimed_until = NULL FROM batch b"
         " WHERE " + _IN_BATCH.format(a="t") + " AND t.tombstoned_at IS NULL"
-        " AND t.origin = 'titler' AND (t.title <> '' OR t.metadata ? 'title_refused')"
+        " AND (t.title_by_titler AND t.title <> '' OR t.metadata ? 'title_refused')"
         " AND EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = t.org"
         "  AND c.namespace = t.namespace AND c.thread_id = t.thread_id"
         "  AND c.tombstoned_at = %(now)s)",

@@ -94,6 +94,9 @@ def write_memory(
         " content_hash = EXCLUDED.content_hash, valid_at = EXCLUDED.valid_at,"
         " observation_date = EXCLUDED.observation_date, embed_model = EXCLUDED.embed_model,"
         " dim = EXCLUDED.dim, embedding = EXCLUDED.embedding, updated_at = now(),"
+        # Names read from another value are read again from this one.
+        " entities = CASE WHEN m.value IS DISTINCT FROM EXCLUDED.value THEN NULL"
+        "  ELSE m.entities END,"
         " retired_at = NULL",
         {
             "org": org,

@@ -113,6 +113,7 @@ def finish_claim(
         row = conn.execute(
             "UPDATE loom.conversation_threads t SET"
             " title = CASE WHEN %(title)s <> '' THEN %(title)s ELSE t.title END,"
+            " title_by_titler = %(title)s <> '',"
             " metadata = CASE WHEN %(refused)s THEN t.metadata || '{\"title_refused\": true}'"
             "  ELSE t.metadata END,"
             " title_claimed_until = NULL, updated_at = now()"

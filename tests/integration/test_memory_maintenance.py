@@ -180,3 +180,18 @@ def test_a_row_rewritten_while_its_entities_are_read_gets_the_new_values_names(
     assert rewrites and _row(pool, org, "boss")[3] is None
     worker.extract_entities(deps)
     assert _row(pool, org, "boss")[3] == ["Bob Stone"]
+
+
+def test_a_row_rewritten_after_its_entities_were_read_is_read_again(deps, org, pool):
+    """GIVEN a memory naming Alice Johnson whose entities the extractor has written
+    WHEN the user rewrites it to name Bob Stone
+    THEN the row's entities are cleared with the old value, and the next pass writes Bob's."""
+    _set(deps, org, "boss", "My manager is Alice Johnson")
+    worker.extract_entities(deps)
+    assert _row(pool, org, "boss")[3] == ["Alice Johnson"]
+
+    _set(deps, org, "boss", "My manager is Bob Stone")
+    assert _row(pool, org, "boss")[3] is None
+    worker.extract_entities(deps)
+    assert _row(pool, org, "boss")[3] == ["Bob Stone"]
+    _retire(pool, org)

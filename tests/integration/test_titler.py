@@ -452,3 +452,24 @@ def test_threads_that_keep_waiting_never_take_every_slot_of_a_pass(api, deps, po
     assert title_of(victim, theirs)[0] == f"Plan {theirs}"
     assert title_of(t, own_older)[0] == f"Plan {own_older}"
     assert all(title_of(t, m) == ("", {}) for m in noisy)
+
+
+@pytest.mark.parametrize("given", ["", "Our own name"])
+def test_erasing_the_turns_a_title_came_from_clears_it_on_a_created_thread_too(
+    t, llm, deps, pool, org, given
+):
+    """GIVEN a thread made by conversation.create (untitled, or with a title a person gave),
+    whose turns are ann's, and one pass of the titler
+    WHEN ann is erased
+    THEN a title the titler wrote from ann's turns is cleared, while a title a person gave
+    stays as it was."""
+    mark = marker()
+    t.ok("conversation.create", agent="a1", thread_id=mark, title=given)
+    for i in range(4):
+        t.append(mark, f"{mark} ann zanzibar lighthouse {i}", role="user", user_id="u-ann")
+    title_threads(deps)
+    assert title_of(t, mark)[0] == (given or f"Plan {mark}")
+
+    t.ok("erasure.request", kind="user", user_id="u-ann", namespace=NS)
+
+    assert thread_row(pool, org, mark)[0] == given

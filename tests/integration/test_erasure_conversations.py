@@ -141,7 +141,7 @@ def test_a_title_the_titler_wrote_from_erased_turns_is_cleared(t, pool, org):
         for thread, title in (("th-1", "Zanzibar's lighthouse party"), ("th-2", "Regatta")):
             conn.execute(
                 "INSERT INTO loom.conversation_threads (org, namespace, thread_id, agent, title,"
-                " origin) VALUES (%s, %s, %s, 'a1', %s, 'titler')",
+                " origin, title_by_titler) VALUES (%s, %s, %s, 'a1', %s, 'titler', true)",
                 (org, NS, thread, title),
             )
     erase(t, kind="user", user_id=ANN)

@@ -74,7 +74,9 @@ def _run(db: BenchDb, org: str, n: int, faults: bool) -> tuple[float, dict[str, 
         if faults and rng.random() < 0.1:  # the consumer dies holding this batch
             with deps.pool.connection() as conn:
                 for queue_id in due:
-                    queue_store.claim(conn, queue_id, LEASE)
+                    queue_store.claim(
+                        conn, queue_id, LEASE, deps.live().extraction_queue_max_attempts
+                    )
             kills += 1
             continue
         for queue_id in due:

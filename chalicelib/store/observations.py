@@ -44,18 +44,24 @@ def crystallize(conn: Connection, org: str, namespace: str, session_id: str, use
     ).rowcount
 
 
+def _unclaimed(alias: str) -> str:
+    return f"({alias}distill_claimed_until IS NULL OR {alias}distill_claimed_until < now())"
+
+
 def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dict[str, Any]]:
-    """Crystallized, undistilled sessions, one per (org, namespace, session, user), claimed
-    for one worker run."""
+    """Crystallized, undistilled sessions, one per (org, namespace, session, user), the ones
+    ready longest first, claimed for one worker run. A row another run claimed meanwhile is
+    left to it (the claim is checked again on the row itself)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "WITH ready AS (SELECT DISTINCT org, namespace, session_id, user_id"
+            "WITH ready AS (SELECT org, namespace, session_id, user_id"
             "  FROM loom.observations WHERE crystallized_at IS NOT NULL AND distilled_at IS NULL"
-            "  AND (distill_claimed_until IS NULL OR distill_claimed_until < now()) LIMIT %s)"
+            "  AND " + _unclaimed("") + " GROUP BY org, namespace, session_id, user_id"
+            "  ORDER BY min(crystallized_at) LIMIT %s)"
             " UPDATE loom.observations o SET distill_claimed_until = now()"
             "  + make_interval(secs => %s) FROM ready r WHERE o.org = r.org"
             "  AND o.namespace = r.namespace AND o.session_id = r.session_id"
-            "  AND o.user_id = r.user_id AND o.distilled_at IS NULL"
+            "  AND o.user_id = r.user_id AND o.distilled_at IS NULL AND " + _unclaimed("o.") + ""
             " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id",
             (limit, seconds),
         ).fetchall()
@@ -82,13 +88,17 @@ def finish_session(
     session_id: str,
     user_id: str,
     distilled_ids: list[int],
+    retry_after_seconds: int = 0,
 ) -> None:
     """Release one user's claim on a session, marking distilled the observations it read (one
-    crystallized while it ran waits for the next pass)."""
+    crystallized while it ran waits for the next pass); after a failure, the rest wait
+    `retry_after_seconds` while other sessions go first."""
     conn.execute(
-        "UPDATE loom.observations SET distill_claimed_until = NULL,"
+        "UPDATE loom.observations SET distill_claimed_until = CASE WHEN %s > 0"
+        "  THEN now() + make_interval(secs => %s) END,"
         " distilled_at = CASE WHEN id = ANY(%s) THEN now() ELSE distilled_at END"
         " WHERE org = %s AND namespace = %s AND session_id = %s AND user_id = %s"
         " AND crystallized_at IS NOT NULL",
-        (distilled_ids, org, namespace, session_id, user_id),
-    )
+        (retry_after_seconds, retry_after_seconds, distilled_ids, org, namespace, session_id,
+         user_id),
+    )  # fmt: skip

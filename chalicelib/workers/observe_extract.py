@@ -4,6 +4,8 @@ observations of a session at a time, written under that user."""
 
 from __future__ import annotations
 
+import hashlib
+
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError
@@ -12,7 +14,8 @@ from chalicelib.observability import logger
 from chalicelib.store import observations as store
 
 CLAIM_SECONDS = 600
-MAX_TURNS = 400
+RETRY_SECONDS = 1800  # a session whose distillation failed waits this long, others go first
+MAX_TURNS = 400  # a call's messages: a longer session is distilled in parts, oldest first
 
 
 def _turn(o: dict) -> dict:
@@ -41,28 +44,40 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
     for (org, namespace, session_id, user_id), r in sessions.items():
         with deps.pool.connection() as conn:
             observations = store.session_observations(conn, org, namespace, session_id, user_id)
-        body = {
-            "org": org,
-            "namespace": namespace,
-            "agent": r["agent"],
-            "user_id": user_id,
-            "session_id": session_id,
-            "messages": [_turn(o) for o in observations[-MAX_TURNS:]],
-            "extra_tags": [OBSERVE_REPLAY],
-            "defer": False,
-        }
-        distilled = False
+        read: list[int] = []
+        failed = False
         try:
-            if body["messages"]:
+            for start in range(0, len(observations), MAX_TURNS):
+                part = observations[start : start + MAX_TURNS]
+                ids = [o["id"] for o in part]
+                body = {
+                    "org": org,
+                    "namespace": namespace,
+                    "agent": r["agent"],
+                    "user_id": user_id,
+                    "session_id": session_id,
+                    "messages": [_turn(o) for o in part],
+                    "extra_tags": [OBSERVE_REPLAY],
+                    "defer": False,
+                    # The same observations replayed (after a pass died) reuse their evidence.
+                    "request_id": _replay_id(session_id, ids),
+                }
                 call("memory.set_from_messages", body, Caller(org=org, role="writer"), deps)
-            distilled = True
+                read += ids
             counts["distilled"] += 1
         except UnavailableError:
             counts["waiting"] += 1  # policies unreadable: distil later, never without them
         except Exception as exc:
             counts["failed"] += 1
+            failed = True
             logger.warning("observe distillation failed", extra={"error": str(exc)})
-        read = [o["id"] for o in observations] if distilled else []
         with deps.pool.connection() as conn:
-            store.finish_session(conn, org, namespace, session_id, user_id, read)
+            store.finish_session(
+                conn, org, namespace, session_id, user_id, read, RETRY_SECONDS if failed else 0
+            )
     return counts
+
+
+def _replay_id(session_id: str, ids: list[int]) -> str:
+    digest = hashlib.sha256(f"{session_id}:{ids}".encode()).hexdigest()[:40]
+    return f"observe:{digest}"

@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from chalicelib.store.erasure import Subject
+from chalicelib.store.job_claims import CLAIM_SET
 
 _JOB = (
     "job_id, org, kind, user_id, namespaces, purge, subject_sha256, status, step, thread_cursor,"
@@ -88,14 +89,7 @@ def claim_due_job(conn: Connection, lease_seconds: int, max_attempts: int) -> di
     `max_attempts` ends the job failed, and the row comes back with that status."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.erasure_jobs SET"
-            " status = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN 'failed'"
-            "  ELSE 'running' END,"
-            " lease_until = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN NULL"
-            "  ELSE clock_timestamp() + make_interval(secs => %(lease)s) END,"
-            " last_error = CASE WHEN status = 'running' THEN %(lost)s ELSE last_error END,"
-            " attempts = attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END,"
-            " updated_at = now()"
+            "UPDATE loom.erasure_jobs SET" + CLAIM_SET + ""
             " WHERE job_id = (SELECT job_id FROM loom.erasure_jobs"
             "  WHERE (status = 'pending' AND coalesce(lease_until <= clock_timestamp(), true))"
             "   OR (status = 'running' AND lease_until < clock_timestamp())"

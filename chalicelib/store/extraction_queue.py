@@ -9,6 +9,8 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from chalicelib.store.job_claims import CLAIM_SET
+
 _STATUS = "queue_id, status, attempts, sizes, last_error, held_reason, created_at, updated_at"
 
 
@@ -46,14 +48,7 @@ def claim(
     comes back with that status)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.memory_extraction_queue SET"
-            " status = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN 'failed'"
-            "  ELSE 'running' END,"
-            " lease_until = CASE WHEN status = 'running' AND attempts + 1 >= %(max)s THEN NULL"
-            "  ELSE clock_timestamp() + make_interval(secs => %(lease)s) END,"
-            " last_error = CASE WHEN status = 'running' THEN %(lost)s ELSE last_error END,"
-            " attempts = attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END,"
-            " updated_at = now()"
+            "UPDATE loom.memory_extraction_queue SET" + CLAIM_SET + ""
             " WHERE queue_id = %(id)s AND ((status = 'pending' AND not_before <= clock_timestamp())"
             "  OR (status = 'running' AND lease_until < clock_timestamp()))"
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"

@@ -23,10 +23,12 @@ from chalicelib.memory_writer import Entry, mint_key, write_entries
 from chalicelib.ops.common import Moment, OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
 from chalicelib.registry import OpContext, op
+from chalicelib.store import erasure_jobs
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import extraction_queue as queue_store
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import record_drops
+from chalicelib.store.pool import read_connection
 
 MAX_INSTRUCTIONS = 4096
 Short = Annotated[str, StringConstraints(max_length=2000)]
@@ -119,6 +121,8 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     if deferred_by is not None:
         return _enqueue(inp, ctx, deferred_by)
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    with read_connection(deps.pool) as conn:
+        began = erasure_jobs.database_now(conn)
     now = deps.clock()
     run = Run(
         deps=deps,
@@ -158,6 +162,11 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         _write_digest_and_chunks(run, now)
     with deps.pool.connection() as conn:
         record_drops(conn, run.org, run.namespace, run.drops, run.user_id)
+        # An erasure of this user that ran while the model answered ran before these writes:
+        # it runs again (a deferred replay, or a request outlasting the erasure).
+        erasure_jobs.erase_again(
+            conn, org=run.org, namespace=run.namespace, user_id=run.user_id, since=began
+        )
     written = [WrittenOut(**w.__dict__) for w in run.written]
     out = SetFromMessagesOutput(
         written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],

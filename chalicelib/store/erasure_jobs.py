@@ -8,6 +8,7 @@ since the last batch that committed: a failed pass, or a worker lost; not the pa
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from psycopg import Connection
@@ -110,16 +111,65 @@ def save_progress(
     a batch that commits clears the failures counted before it."""
     cursor = job["thread_cursor"]
     conn.execute(
-        "UPDATE loom.erasure_jobs SET step = %s, thread_cursor = %s, tombstoned = %s,"
-        " removed = %s, updated_at = now(), last_error = '', attempts = 0,"
-        " status = CASE WHEN %s THEN 'done' ELSE status END,"
-        " finished_at = CASE WHEN %s THEN clock_timestamp() END,"
-        " lease_until = CASE WHEN %s THEN NULL"
-        "  ELSE clock_timestamp() + make_interval(secs => %s) END"
-        " WHERE job_id = %s",
-        (job["step"], list(cursor) if cursor else None, Jsonb(job["tombstoned"]),
-         Jsonb(job["removed"]), done, done, done, lease_seconds, job["job_id"]),
+        "UPDATE loom.erasure_jobs SET"
+        # A job asked to run again (erase_again) starts over instead of ending.
+        " step = CASE WHEN %(done)s AND rerun THEN 0 ELSE %(step)s::int END,"
+        " thread_cursor = CASE WHEN %(done)s AND rerun THEN NULL ELSE %(cursor)s::text[] END,"
+        " tombstoned = %(tombstoned)s, removed = %(removed)s, updated_at = now(),"
+        " last_error = '', attempts = 0,"
+        " status = CASE WHEN %(done)s AND rerun THEN 'pending' WHEN %(done)s THEN 'done'"
+        "  ELSE status END,"
+        " finished_at = CASE WHEN %(done)s AND NOT rerun THEN clock_timestamp() END,"
+        " rerun = rerun AND NOT %(done)s,"
+        " lease_until = CASE WHEN %(done)s THEN NULL"
+        "  ELSE clock_timestamp() + make_interval(secs => %(lease)s) END"
+        " WHERE job_id = %(id)s",
+        {"done": done, "step": job["step"], "cursor": list(cursor) if cursor else None,
+         "tombstoned": Jsonb(job["tombstoned"]), "removed": Jsonb(job["removed"]),
+         "lease": lease_seconds, "id": job["job_id"]},
     )  # fmt: skip
+
+
+# The erasures whose subject holds a user's rows in a namespace: the user's, or the namespace's.
+_COVERS = (
+    "org = %(org)s AND (kind = 'user' AND user_id = %(user)s"
+    " AND (namespaces IS NULL OR %(ns)s = ANY(namespaces))"
+    " OR kind = 'namespace_list' AND %(ns)s = ANY(namespaces))"
+)
+
+
+def database_now(conn: Connection) -> datetime:
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def erase_again(
+    conn: Connection, *, org: str, namespace: str, user_id: str, since: datetime
+) -> int:
+    """After a write for (namespace, user) that began at `since` (database time): every
+    erasure of them that may have run meanwhile runs again, so the late write is erased too.
+    An open one starts over when it ends; one finished since `since` comes back as a new job
+    (or marks the subject's open job). Returns the jobs asked."""
+    params = {"org": org, "ns": namespace, "user": user_id, "since": since}
+    asked = conn.execute(
+        "UPDATE loom.erasure_jobs SET rerun = true, updated_at = now()"
+        " WHERE status IN ('pending', 'running') AND " + _COVERS,
+        params,
+    ).rowcount
+    asked += conn.execute(
+        "INSERT INTO loom.erasure_jobs (job_id, org, kind, user_id, namespaces, purge,"
+        " subject_sha256, status, requested_by)"
+        " SELECT 'er_' || replace(gen_random_uuid()::text, '-', ''), org, kind, user_id,"
+        "  namespaces, purge, subject_sha256, 'pending', requested_by"
+        " FROM (SELECT DISTINCT ON (subject_sha256) * FROM loom.erasure_jobs"
+        "  WHERE status = 'done' AND finished_at >= %(since)s AND " + _COVERS + ""
+        "  ORDER BY subject_sha256, finished_at DESC) d"
+        " ON CONFLICT (org, subject_sha256) WHERE status IN ('pending', 'running')"
+        " DO UPDATE SET rerun = true",
+        params,
+    ).rowcount
+    return asked
 
 
 def release_job(conn: Connection, job_id: str, *, error: str, failed: bool) -> None:

@@ -175,3 +175,100 @@ def test_a_job_whose_worker_keeps_being_lost_ends_failed(t, deps, pool, org):
     assert worker.run_erasure_jobs(deps)["jobs"] == 0
     status, attempts, error, _ = _job(pool, job_id)
     assert (status, attempts) == ("failed", 5) and "lease ran out" in error
+
+
+class ErasingLLM:
+    """An extraction model that, while it answers, sees `erase` run (an erasure of the user
+    finishing before the extraction writes anything), then answers one fact."""
+
+    answers = True
+
+    def __init__(self, erase, value: str) -> None:
+        from chalicelib.providers.llm import LLMResult
+
+        self.name = f"erasing-{id(self)}"
+        self.erase, self.value, self.result = erase, value, LLMResult
+        self.erased = False
+
+    def complete(self, system, user, *, json_output=False, model=None):
+        import json
+
+        if not self.erased:
+            self.erased = True
+            self.erase()
+        data = {"facts": [{"subject": "user", "attribute": "home city", "value": self.value,
+                           "source_message_indices": [0]}], "forget": [], "digest": ""}  # fmt: skip
+        return self.result(json.dumps(data), data, 10, 5, self.name)
+
+
+@pytest.mark.parametrize("purge", [False, True])
+def test_an_extraction_that_outlasts_an_erasure_of_its_user_is_erased_too(
+    t, deps, pool, org, purge
+):
+    """GIVEN an extraction for ann whose model call outlasts an erasure of ann (requested and
+    done while the model answered)
+    WHEN the extraction writes ann's fact afterwards
+    THEN the erasure runs again: after the worker's pass no live fact of ann's is left."""
+    value = "The user lives in Lisbon."
+
+    def erase():
+        done = t.ok("erasure.request", kind="user", user_id=ANN, namespace=NS, purge=purge)
+        assert done["status"] == "done", done
+
+    deps._llm = ErasingLLM(erase, value)
+    t.ok("memory.set_from_messages", agent="a1", user_id=ANN,
+         messages=[{"role": "user", "content": "I moved to Lisbon last month."}])  # fmt: skip
+
+    worker.run_erasure_jobs(deps)
+
+    with pool.connection() as conn:
+        live = conn.execute(
+            "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = %s"
+            " AND retired_at IS NULL AND kind = 'fact'",
+            (org, ANN),
+        ).fetchone()[0]
+        jobs = conn.execute(
+            "SELECT status FROM loom.erasure_jobs WHERE org = %s ORDER BY created_at", (org,)
+        ).fetchall()
+    assert live == 0
+    assert [j[0] for j in jobs] == ["done", "done"]
+
+
+def test_an_open_erasure_asked_to_run_again_starts_over_when_it_ends(t, deps, pool, org):
+    """GIVEN a deferred erasure of ann, asked to run again (a write for ann landed while it
+    was open)
+    WHEN the worker finishes it
+    THEN it starts over instead of ending, and ends done after the second run: a fact of
+    ann's written between the two runs is erased too."""
+    job_id = _deferred_job(t)
+    with pool.connection() as conn:
+        from chalicelib.store import erasure_jobs
+
+        since = erasure_jobs.database_now(conn)
+        assert erasure_jobs.erase_again(conn, org=org, namespace=NS, user_id=ANN, since=since)
+    real = worker.finish
+    runs: list[str] = []
+
+    def finish_and_write(conn, job):
+        real(conn, job)
+        runs.append(job["job_id"])
+        if len(runs) == 1:  # the late write, between the two runs
+            t.ok("memory.set", agent="a1", user_id=ANN, key="late", value="ann late fact")
+
+    worker.finish = finish_and_write
+    try:
+        worker.run_erasure_jobs(deps)
+    finally:
+        worker.finish = real
+    with pool.connection() as conn:
+        status = conn.execute(
+            "SELECT status, rerun FROM loom.erasure_jobs WHERE job_id = %s", (job_id,)
+        ).fetchone()
+        live = conn.execute(
+            "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = %s"
+            " AND retired_at IS NULL",
+            (org, ANN),
+        ).fetchone()[0]
+    assert runs == [job_id, job_id]
+    assert tuple(status) == ("done", False)
+    assert live == 0

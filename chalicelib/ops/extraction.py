@@ -28,7 +28,7 @@ from chalicelib.store import evidence as evidence_store
 from chalicelib.store import extraction_queue as queue_store
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import record_drops
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import database_clock, read_connection
 
 MAX_INSTRUCTIONS = 4096
 Short = Annotated[str, StringConstraints(max_length=2000)]
@@ -122,7 +122,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         return _enqueue(inp, ctx, deferred_by)
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
     with read_connection(deps.pool) as conn:
-        began = erasure_jobs.database_now(conn)
+        began = database_clock(conn)
     now = deps.clock()
     run = Run(
         deps=deps,

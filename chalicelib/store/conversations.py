@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import read_connection, sent_whole
+from chalicelib.store.pool import database_clock, read_connection, sent_whole
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "tombstoned"]
@@ -495,9 +495,7 @@ def delete_thread(
     """Tombstone a thread's turns (one agent's, or all), its thread row, and embeddings no
     live copy still holds; an embedding another agent's live copy holds passes to that copy."""
     take_thread_lease(conn, org, namespace, thread_id)
-    row = conn.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
-    now = row[0]
+    now = database_clock(conn)
     scope = (org, namespace, thread_id)
     turns = conn.execute(
         "UPDATE loom.conversations SET tombstoned_at = %s WHERE org = %s AND namespace = %s"
@@ -664,18 +662,17 @@ def retire_turns(
     """Tombstone these (agent, msg_id) turns if still live and unsaved, then settle the
     thread's embeddings as a delete does; returns the turns retired (the caller holds the
     lease, and writes a summary only of turns it retired)."""
-    row = conn.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
+    now = database_clock(conn)
     retired = conn.execute(
         "UPDATE loom.conversations c SET tombstoned_at = %s"
         " FROM unnest(%s::text[], %s::text[]) AS k(agent, msg_id)"
         " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.agent = k.agent"
         " AND c.msg_id = k.msg_id AND c.tombstoned_at IS NULL AND NOT c.is_saved"
         " RETURNING c.agent, c.msg_id",
-        (row[0], [a for a, _ in keys], [m for _, m in keys], org, namespace, thread_id),
+        (now, [a for a, _ in keys], [m for _, m in keys], org, namespace, thread_id),
     ).fetchall()
-    _settle_thread_embeddings(conn, row[0], (org, namespace, thread_id))
-    return Retired(row[0], {(a, m) for a, m in retired})
+    _settle_thread_embeddings(conn, now, (org, namespace, thread_id))
+    return Retired(now, {(a, m) for a, m in retired})
 
 
 def purge_expired_turns(conn: Connection, older_than_days: int, batch: int) -> int:

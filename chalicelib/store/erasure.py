@@ -353,9 +353,3 @@ def count_rows(conn: Connection, s: Subject, cap: int) -> int:
     query = sql.SQL("SELECT sum(n) FROM ({}) AS c(n)").format(sql.SQL(" UNION ALL ").join(parts))
     row = conn.execute(query, s.params() | {"cap": cap + 1}).fetchone()
     return min(int(row[0] or 0) if row else 0, cap + 1)
-
-
-def clock(conn: Connection) -> datetime:
-    row = conn.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
-    return row[0]

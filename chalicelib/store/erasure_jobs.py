@@ -138,12 +138,6 @@ _COVERS = (
 )
 
 
-def database_now(conn: Connection) -> datetime:
-    row = conn.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
-    return row[0]
-
-
 def erase_again(
     conn: Connection, *, org: str, namespace: str, user_id: str, since: datetime
 ) -> int:

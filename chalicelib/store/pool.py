@@ -7,6 +7,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -72,6 +73,13 @@ def sent_whole(conn: psycopg.Connection) -> Iterator[None]:
     with conn.pipeline(), conn.transaction():
         conn.execute("SET LOCAL plan_cache_mode = auto")
         yield
+
+
+def database_clock(conn: psycopg.Connection) -> datetime:
+    """The database's time now (clock_timestamp: not the transaction's start)."""
+    row = conn.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
 
 
 # SQLSTATE classes of a value the database cannot hold: data exceptions (a timestamp out of

@@ -18,6 +18,7 @@ from chalicelib.observability import logger
 from chalicelib.store import erasure as store
 from chalicelib.store import erasure_jobs
 from chalicelib.store.audit import write_audit
+from chalicelib.store.pool import database_clock
 
 LEASE_SECONDS = 300
 PASS_BUDGET_SECONDS = 240.0  # under the function's 300 s timeout
@@ -47,7 +48,7 @@ def advance(
     """Run one batch of the job's current step (None: the whole step) and move it on;
     updates the job's step, cursor and counts in place. True once every step is done."""
     s, purge = subject_of(job), job["purge"]
-    now = store.clock(conn)
+    now = database_clock(conn)
     if job["step"] == 0:
         cursor = job["thread_cursor"]
         threads = store.next_threads(conn, s, tuple(cursor) if cursor else None, thread_batch)

@@ -103,9 +103,8 @@ def embed_missing(deps: Deps) -> dict[str, int]:
         limit = BATCH + len(skipped) + len(_refused)
         with deps.pool.connection() as conn:
             fetched = store.rows_without(conn, "vector", limit)
-        rows = [
-            r for r in fetched if _refusal_key(r) not in skipped and _refusal_key(r) not in _refused
-        ][:BATCH]
+        rows = [r for r in fetched if (k := _refusal_key(r)) not in skipped and k not in _refused]
+        rows = rows[:BATCH]
         plain = []
         for r in rows:
             if embedded_reads_as_high(r["value"], EMBED_CHARS):
@@ -118,8 +117,9 @@ def embed_missing(deps: Deps) -> dict[str, int]:
             pairs = _embed(deps, plain)
         except EmbedderError:
             break  # the embedder is down: the next pass tries again
+        answered = {id(r) for r, _ in pairs}
         for r in plain:
-            if all(r is not done for done, _ in pairs):
+            if id(r) not in answered:
                 skipped.add(_refusal_key(r))
                 _refused[_refusal_key(r)] = time.monotonic() + REFUSED_RETRY_SECONDS
                 logger.warning(

@@ -243,8 +243,9 @@ def test_an_open_erasure_asked_to_run_again_starts_over_when_it_ends(t, deps, po
     job_id = _deferred_job(t)
     with pool.connection() as conn:
         from chalicelib.store import erasure_jobs
+        from chalicelib.store.pool import database_clock
 
-        since = erasure_jobs.database_now(conn)
+        since = database_clock(conn)
         assert erasure_jobs.erase_again(conn, org=org, namespace=NS, user_id=ANN, since=since)
     real = worker.finish
     runs: list[str] = []

@@ -15,7 +15,7 @@ def _rates() -> dict[str, str]:
     }
 
 
-def test_each_worker_schedule_is_its_settings_default_when_packaged_without_one(monkeypatch):
+def test_each_worker_schedule_is_its_settings_default_when_packaged_without_one():
     """GIVEN no cadence variable set when the app is packaged
     WHEN its schedules are read
     THEN each worker runs at its setting's default, as `make run` does (the observe and

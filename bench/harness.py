@@ -70,8 +70,8 @@ def without_vector_index(conn: Any, dim: int) -> None:
     than inserting into it row by row. `ensure_vector_index` builds it again."""
     from chalicelib.store import conversation_search
 
-    for column in conversation_search.VECTOR_COLUMNS:
-        name = conversation_search.vector_index_name(column, int(dim))
+    for ranking in conversation_search.VECTOR_RANKINGS:
+        name = conversation_search.vector_index_name(ranking, int(dim))
         conn.execute(f"DROP INDEX IF EXISTS loom.{name}")
     conversation_search._ensured_indexes.discard(dim)
 

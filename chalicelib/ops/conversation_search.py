@@ -3,7 +3,11 @@ fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciproca
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Literal
+
+import numpy as np
 
 from chalicelib.legs import beside
 from chalicelib.providers.embedder import EmbedderError
@@ -11,8 +15,7 @@ from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import (
-    VECTOR_COLUMNS,
-    Column,
+    Ranking,
     TurnFilter,
     bounded_exact_search,
     known_large,
@@ -38,8 +41,8 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
 
 
 SearchMode = Literal["semantic", "lexical", "hybrid"]
-LEG_DEPTH = 60  # each leg's ranks fused in hybrid mode (top_k when larger)
-VECTOR_LEG_WEIGHT = 0.5  # each of the turn's two vectors in the fusion; BM25 weighs 1
+LEG_DEPTH = 60  # each leg's hits fused in hybrid mode (top_k when larger)
+VECTOR_LEG_WEIGHT = 0.5  # each of the turn's two vector rankings in the fusion; BM25 weighs 1
 HitKey = tuple[str, str, str]
 
 
@@ -52,33 +55,33 @@ def search_turns(
     lexical_weight: float = 1.0,
 ) -> list[dict[str, Any]]:
     """Hits best first. semantic: the turn's vector over the floor (substring hits newest
-    first when the embedder fails); lexical: BM25 over each turn's window; hybrid: the turn's
-    vector, its vector in context and the window's BM25, fused by reciprocal rank with no
-    floor (the lexical leg alone when the embedder fails)."""
+    first when the embedder fails); lexical: BM25 over each turn's window; hybrid: the turns
+    nearest the blend of each turn's vector and its context vector, with BM25's, ranked by
+    each vector and fused with BM25's ranking by reciprocal rank, no floor (the lexical leg
+    alone when the embedder fails)."""
     excerpt_chars = ctx.live().conversation_search_excerpt_chars
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
     depth = max(LEG_DEPTH, top_k)
-    vector_legs: list[list[dict[str, Any]]] = []
     if mode == "lexical":
         lexical = _lexical_rows(ctx, filt, query, depth)
-        return _fuse(vector_legs, lexical, lexical_weight, top_k, excerpt_chars)
-    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth))
+        return _fuse(None, lexical, lexical_weight, top_k, excerpt_chars)
+    # The lexical leg reads its statistics beside the embedder, then waits for the vector to
+    # read its hits' similarities with them.
+    embedded: Future[np.ndarray | None] = Future()
+    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth, embedded.result))
+    query_vec = None
     try:
         query_vec = ctx.deps.embedder.embed_query(query)
     except EmbedderError:
         pass  # fail open: the lexical leg still answers
-    else:
-
-        def vector_leg(column: Column) -> list[dict[str, Any]]:
-            with read_connection(ctx.deps.pool) as conn:
-                return _vector_rows(ctx, conn, filt, query_vec, depth, column)
-
-        # Every leg on a connection of its own: the context leg beside, the turn's own here.
-        own, in_context = VECTOR_COLUMNS
-        context_rows = beside(lambda: vector_leg(in_context))
-        vector_legs = [vector_leg(own), context_rows.result()]
-    return _fuse(vector_legs, lexical_rows.result(), lexical_weight, top_k, excerpt_chars)
+    finally:
+        embedded.set_result(query_vec)
+    vector_rows = None
+    if query_vec is not None:
+        with read_connection(ctx.deps.pool) as conn:
+            vector_rows = _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
+    return _fuse(vector_rows, lexical_rows.result(), lexical_weight, top_k, excerpt_chars)
 
 
 def _semantic(
@@ -99,9 +102,12 @@ def _semantic(
     ]
 
 
+_NOT_SHOWN = ("text", "terms", "score", "similarity", "in_context")
+
+
 def _as_hit(row: dict[str, Any], excerpt: str, similarity: float | None, score: float) -> dict:
     """A hit as returned: its row without the text it was found by, with its excerpt."""
-    hit = {f: v for f, v in row.items() if f not in ("text", "terms", "score", "similarity")}
+    hit = {f: v for f, v in row.items() if f not in _NOT_SHOWN}
     return {**hit, "excerpt": excerpt, "similarity": similarity, "score": score}
 
 
@@ -116,10 +122,10 @@ def _vector_rows(
     filt: TurnFilter,
     query_vec: Any,
     k: int,
-    column: Column,
+    ranking: Ranking,
 ) -> list[dict[str, Any]]:
-    """Top k by one vector column: exact in a small scope, else through the HNSW index; each
-    row with the text it was embedded from."""
+    """Top k by one vector ranking: exact in a small scope, else through the HNSW index; each
+    row with the text it was embedded from and its similarities."""
     embedder = ctx.deps.embedder
     dim = len(query_vec)
     common: dict[str, Any] = {
@@ -127,7 +133,7 @@ def _vector_rows(
         "dim": dim,
         "query_vec": query_vec,
         "k": k,
-        "column": column,
+        "ranking": ranking,
     }
     rows = None
     if not known_large(filt, embedder.name, dim):
@@ -137,54 +143,73 @@ def _vector_rows(
     return rows
 
 
-def _lexical_rows(ctx: OpContext, filt: TurnFilter, query: str, k: int) -> list[dict[str, Any]]:
+def _lexical_rows(
+    ctx: OpContext,
+    filt: TurnFilter,
+    query: str,
+    k: int,
+    query_vector: Callable[[], np.ndarray | None] | None = None,
+) -> list[dict[str, Any]]:
     """BM25 hits best first, without any whose text reads as high (checked on the leg's own
-    thread, beside the vector legs)."""
+    thread, beside the vector leg); with a query vector, each with its similarities."""
     with read_connection(ctx.deps.pool) as conn:
-        rows = window_search(conn, filt, model=ctx.deps.embedder.name, query=query, k=k)
+        rows = window_search(
+            conn, filt, model=ctx.deps.embedder.name, query=query, k=k, query_vector=query_vector
+        )
     return [r for r in rows if not reads_as_high(r["text"])]
 
 
 def _fuse(
-    vector_legs: list[list[dict[str, Any]]],
+    vector_rows: list[dict[str, Any]] | None,
     lexical: list[dict[str, Any]],
     lexical_weight: float,
     top_k: int,
     excerpt_chars: int,
 ) -> list[dict[str, Any]]:
-    """The legs fused by reciprocal rank (one leg keeps its own order and score). A hit the
-    turn's own vector found carries its similarity; a BM25 hit's excerpt is centred on the
-    query's words."""
+    """BM25's order alone (lexical mode, or hybrid without the embedder), else the fusion by
+    reciprocal rank of three rankings of the turns either leg found: by the turn's own vector,
+    by its context vector (half weight each: two views of one signal) and by BM25 (scaled by
+    lexical_weight). A hit carries its own vector's similarity when it was read; a BM25 hit's
+    excerpt is centred on the query's words."""
 
     def key(r: dict[str, Any]) -> HitKey:
         return (r["namespace"], r["thread_id"], r["msg_id"])
 
-    # Each turn once: the BM25 row (its excerpt centred on the query's words), else the row
-    # of the turn's own vector (the first leg), else of its context vector.
-    rows: dict[HitKey, dict[str, Any]] = {}
-    for leg in reversed(vector_legs):
-        rows.update((key(r), r) for r in leg)
-    similarity = {key(r): r["similarity"] for r in vector_legs[0]} if vector_legs else {}
+    # Each turn once: the BM25 row (its excerpt centred on the query's words), else the
+    # vector leg's.
     found = {key(r): r for r in lexical}  # checked with the guard on the leg's thread
+    rows: dict[HitKey, dict[str, Any]] = {key(r): r for r in vector_rows or ()}
+    rows.update(found)
 
     def shown(k: Any, score: float) -> dict[str, Any] | None:
-        if k in found:
-            r = found[k]
-            excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
-            return _as_hit(r, excerpt, similarity.get(k), score)
         r = rows[k]
-        if reads_as_high(r["text"]):  # indexed before today's guard read it as high
+        if k in found:
+            excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
+        elif reads_as_high(r["text"]):  # indexed before today's guard read it as high
             return None
-        return _as_hit(r, r["text"][:excerpt_chars], similarity.get(k), score)
+        else:
+            excerpt = r["text"][:excerpt_chars]
+        return _as_hit(r, excerpt, r.get("similarity"), score)
 
     ranked: list[tuple[Any, float]]  # (HitKey, score), best first
-    if not vector_legs:  # lexical mode, or hybrid without the embedder: BM25 as it ranks
+    if vector_rows is None:
         ranked = [(key(r), r["score"]) for r in lexical]
     else:
-        # The two vector legs are two views of one signal: together they weigh as much as BM25.
-        legs = [([key(r) for r in leg], VECTOR_LEG_WEIGHT) for leg in vector_legs]
-        legs.append(([key(r) for r in lexical], lexical_weight))
-        ranked = rrf(legs)
+
+        def by(field: str) -> list[HitKey]:
+            # A zero query vector's similarities are NaN: no ranking.
+            values = ((r.get(field), k) for k, r in rows.items())
+            # Ties go by msg_id, as the store ranks them.
+            scored = [(-v, k[2], k) for v, k in values if v is not None and v == v]
+            return [k for _, _, k in sorted(scored)]
+
+        ranked = rrf(
+            [
+                (by("similarity"), VECTOR_LEG_WEIGHT),
+                (by("in_context"), VECTOR_LEG_WEIGHT),
+                ([key(r) for r in lexical], lexical_weight),
+            ]
+        )
     out: list[dict[str, Any]] = []
     for k, score in ranked:
         hit = shown(k, score)

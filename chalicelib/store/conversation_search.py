@@ -28,13 +28,28 @@ class TurnFilter:
     user_id: str | None = None
 
 
-Column = Literal["embedding", "context_embedding"]  # a turn alone, or in its context
-VECTOR_COLUMNS: tuple[Column, ...] = ("embedding", "context_embedding")
+# What a vector ranking orders by: the turn's own vector, or the blend of it and its context
+# vector (their sum: hybrid's one vector leg, which returns both similarities).
+Ranking = Literal["embedding", "blend"]
+VECTOR_RANKINGS: tuple[Ranking, ...] = ("embedding", "blend")
+_VECTOR_OF = {"embedding": "e.embedding", "blend": "(e.embedding + e.context_embedding)"}
+_INDEXED_OF = {"embedding": "embedding", "blend": "(embedding + context_embedding)"}
+_READS = {"embedding": ("embedding",), "blend": ("embedding", "context_embedding")}
+
+
+def _present(ranking: Ranking, alias: str | None = None) -> sql.Composable:
+    """The vectors a ranking reads are there: its index's predicate, and its queries'."""
+    return sql.SQL(" AND ").join(
+        sql.SQL("{} IS NOT NULL").format(
+            sql.Identifier(alias, column) if alias else sql.Identifier(column)
+        )
+        for column in _READS[ranking]
+    )
 
 
 def ensure_vector_index(conn: Connection, dim: int) -> None:
     """The HNSW indexes for one dimension (vectors of several models share a column), over
-    turns alone and turns in their context.
+    turns alone and over the blend of each turn's vector and its context vector.
 
     Run it in a transaction of its own, before any thread lease: building the index locks
     the table until commit, and a writer holding a lease would wait on it (a deadlock)."""
@@ -43,15 +58,16 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
     # Two first embeds of a dimension at once: the second waits for the first's index (IF NOT
     # EXISTS alone races on the catalogue and fails one of them).
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('loom.vector_index'), %s)", (dim,))
-    for column in VECTOR_COLUMNS:
+    for ranking in VECTOR_RANKINGS:
         conn.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {name} ON loom.conversation_embeddings"
-                " USING hnsw (({column}::vector({dim})) vector_cosine_ops)"
-                " WHERE dim = {dim} AND tombstoned_at IS NULL AND {column} IS NOT NULL"
+                " USING hnsw (({vector}::vector({dim})) vector_cosine_ops)"
+                " WHERE dim = {dim} AND tombstoned_at IS NULL AND {present}"
             ).format(
-                name=sql.Identifier(vector_index_name(column, dim)),
-                column=sql.Identifier(column),
+                present=_present(ranking),
+                name=sql.Identifier(vector_index_name(ranking, dim)),
+                vector=sql.SQL(_INDEXED_OF[ranking]),
                 dim=sql.Literal(dim),
             )
         )
@@ -63,10 +79,8 @@ def vector_index_ready(dim: int) -> bool:
     return dim in _ensured_indexes
 
 
-def vector_index_name(column: Column, dim: int) -> str:
-    prefix = (
-        "conversation_embeddings_hnsw" if column == "embedding" else "conversation_context_hnsw"
-    )
+def vector_index_name(ranking: Ranking, dim: int) -> str:
+    prefix = "conversation_embeddings_hnsw" if ranking == "embedding" else "conversation_blend_hnsw"
     return f"{prefix}_{dim}"
 
 
@@ -98,11 +112,15 @@ def scope_where(alias: str, present: tuple[str, ...]) -> sql.Composable:
     return sql.SQL(" AND ").join(conds)
 
 
-def _embedded(dim: int, column: Column) -> sql.Composable:
+def _embedded(dim: int, ranking: Ranking) -> sql.Composable:
+    # Rows written by Loom with a vector have a context vector (their own when no turn is
+    # before them); the predicate is the index's, so the planner can use it.
     return sql.SQL(
-        "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL"
-        " AND e.{column} IS NOT NULL"
-    ).format(dim=sql.Literal(dim), column=sql.Identifier(column))
+        "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL AND {present}"
+    ).format(
+        dim=sql.Literal(dim),
+        present=_present(ranking, "e"),
+    )
 
 
 _large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
@@ -111,6 +129,26 @@ LARGE_SCOPE_TTL_SECONDS = 60.0
 # What a hit shows: its row, and the text it was embedded from (the turn's first 2,048
 # characters), which the caller checks with today's guard and cuts to an excerpt.
 _RETURNED = "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts, text"
+
+
+def similarities(alias: str, dim: int, ranking: Ranking) -> sql.Composable:
+    """A row's similarity to the query vector %(q)s (its own vector); a blend ranking adds its
+    context vector's (`in_context`). NULL for a row without vectors of the query's dimension."""
+    names = {"similarity": "embedding"}
+    if ranking == "blend":
+        names["in_context"] = "context_embedding"
+    return sql.SQL(", ").join(
+        sql.SQL(
+            "CASE WHEN {a}.dim = {dim} THEN"
+            " 1 - ({a}.{column}::vector({dim}) <=> %(q)s::vector({dim})) END AS {name}"
+        ).format(
+            a=sql.Identifier(alias),
+            dim=sql.Literal(dim),
+            column=sql.Identifier(column),
+            name=sql.Identifier(name),
+        )
+        for name, column in names.items()
+    )
 
 
 def known_large(f: TurnFilter, model: str, dim: int) -> bool:
@@ -127,13 +165,13 @@ def bounded_exact_search(
     dim: int,
     query_vec: np.ndarray,
     k: int,
-    column: Column = "embedding",
+    ranking: Ranking = "embedding",
 ) -> list[dict[str, Any]] | None:
     """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
     turns; None (and the scope remembered as large for a minute) when it holds more."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
-            _bounded_query(filter_shape(f), dim, column),
+            _bounded_query(filter_shape(f), dim, ranking),
             {
                 **filter_params(f, "e")[1],
                 "model": model,
@@ -152,32 +190,33 @@ def bounded_exact_search(
     return rows
 
 
-def _distance(dim: int, column: Column) -> sql.Composable:
-    """A row's cosine distance to the query vector, in one vector column."""
-    return sql.SQL("(e.{column}::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim), column=sql.Identifier(column)
+def _distance(dim: int, ranking: Ranking) -> sql.Composable:
+    """A row's cosine distance to the query vector, by what the ranking orders."""
+    return sql.SQL("({vector}::vector({dim}) <=> %(q)s::vector({dim}))").format(
+        dim=sql.Literal(dim), vector=sql.SQL(_VECTOR_OF[ranking])
     )
 
 
 @functools.cache
-def _bounded_query(shape: tuple[str, ...], dim: int, column: Column) -> str:
-    distance = _distance(dim, column)
+def _bounded_query(shape: tuple[str, ...], dim: int, ranking: Ranking) -> str:
+    distance = _distance(dim, ranking)
     return (
         sql.SQL(
             # The scope carries row ids and distances, measured as it is read: the rest is read
             # for the top k.
             "WITH scope AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, {distance} AS distance"
             " FROM loom.conversation_embeddings e WHERE {where} AND {embedded} LIMIT %(cap)s),"
-            " top AS (SELECT s.rid, 1 - s.distance AS similarity FROM scope s"
+            " top AS (SELECT s.rid, s.distance FROM scope s"
             "  ORDER BY s.distance, s.msg_id LIMIT %(k)s)"
-            " SELECT {returned}, top.similarity, (SELECT count(*) FROM scope) AS scope_rows"
+            " SELECT {returned}, {similarities}, (SELECT count(*) FROM scope) AS scope_rows"
             " FROM top JOIN loom.conversation_embeddings e2 ON e2.ctid = top.rid"
-            " ORDER BY top.similarity DESC, e2.msg_id"
+            " ORDER BY top.distance, e2.msg_id"
         )
         .format(
             where=scope_where("e", shape),
-            embedded=_embedded(dim, column),
-            returned=sql.SQL(_RETURNED),
+            embedded=_embedded(dim, ranking),
+            returned=sql.SQL(", ").join(sql.SQL("e2.") + sql.SQL(c) for c in _RETURNED.split(", ")),
+            similarities=similarities("e2", dim, ranking),
             distance=distance,
         )
         .as_string()
@@ -193,11 +232,12 @@ def vector_search(
     query_vec: np.ndarray,
     k: int,
     exact: bool,
-    column: Column = "embedding",
+    ranking: Ranking = "embedding",
 ) -> list[dict[str, Any]]:
-    """Top-k embedded turns by cosine similarity, most similar first."""
+    """Top-k embedded turns by cosine similarity (of the ranking's vector), most similar
+    first."""
     _, params = filter_params(f, "e")
-    query = _ranking_query(filter_shape(f), dim, exact, column)
+    query = _ranking_query(filter_shape(f), dim, exact, ranking)
     params.update(model=model, q=query_vec, k=k)
     wide = not exact and k > _DEFAULT_EF_SEARCH
     with conn.cursor(row_factory=dict_row) as cur:
@@ -208,13 +248,14 @@ def vector_search(
         finally:
             if wide:
                 cur.execute("RESET hnsw.ef_search")
-    rows.sort(key=lambda r: r["similarity"], reverse=True)  # relaxed order may be off slightly
+    if ranking == "embedding":  # relaxed order may be off slightly
+        rows.sort(key=lambda r: r["similarity"], reverse=True)
     return rows
 
 
 @functools.cache
-def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, column: Column) -> str:
-    distance = _distance(dim, column)
+def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, ranking: Ranking) -> str:
+    distance = _distance(dim, ranking)
     # `+ 0` keeps the planner off the HNSW index: an exact scan of a small scope.
     order = sql.SQL("{} + 0").format(distance) if exact else distance
     # The embedding row carries what a hit shows (its text is the turn's first 2,048
@@ -222,14 +263,14 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, column: Column
     return (
         sql.SQL(
             "SELECT e.msg_id, e.thread_id, e.namespace, e.agent, e.role, e.user_id, e.run_id, e.ts,"
-            " e.text, 1 - {distance} AS similarity"
+            " e.text, {similarities}"
             " FROM loom.conversation_embeddings e"
             " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
         )
         .format(
-            distance=distance,
+            similarities=similarities("e", dim, ranking),
             where=scope_where("e", shape),
-            embedded=_embedded(dim, column),
+            embedded=_embedded(dim, ranking),
             order=order,
         )
         .as_string()

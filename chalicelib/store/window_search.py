@@ -20,8 +20,10 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from psycopg import Connection, sql
 from psycopg.rows import dict_row
 
@@ -30,6 +32,7 @@ from chalicelib.store.conversation_search import (
     filter_params,
     filter_shape,
     scope_where,
+    similarities,
 )
 
 BM25_K1 = 1.2
@@ -115,7 +118,9 @@ def _df_query(shape: tuple[str, ...]) -> str:
 
 
 @functools.cache
-def _score_query(shape: tuple[str, ...]) -> str:
+def _score_query(shape: tuple[str, ...], dim: int | None = None) -> str:
+    # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
+    vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
     return (
         sql.SQL(
             "WITH t AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[])"
@@ -132,7 +137,7 @@ def _score_query(shape: tuple[str, ...]) -> str:
             "  ORDER BY s.score DESC, c.msg_id LIMIT %(k)s)"
             " SELECT e2.msg_id, e2.thread_id, e2.namespace, e2.agent, e2.role, e2.user_id,"
             " e2.run_id, e2.ts, e2.text, sc.score,"
-            " (SELECT array_agg(lexeme) FROM unnest({hit})) AS terms"
+            " (SELECT array_agg(lexeme) FROM unnest({hit})) AS terms{vectors}"
             " FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
             " ORDER BY sc.score DESC, e2.msg_id"
         )
@@ -143,6 +148,7 @@ def _score_query(shape: tuple[str, ...]) -> str:
             b=sql.Literal(BM25_B),
             mine=_query_lexemes("c"),
             hit=_query_lexemes("e2"),
+            vectors=vectors,
         )
         .as_string()
     )
@@ -160,10 +166,20 @@ def _tsquery(terms: list[str], op: str) -> str:
 
 
 def window_search(
-    conn: Connection, f: TurnFilter, *, model: str, query: str, k: int
+    conn: Connection,
+    f: TurnFilter,
+    *,
+    model: str,
+    query: str,
+    k: int,
+    query_vector: Callable[[], np.ndarray | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Up to k indexed turns by BM25 over their windows, best first, each with its first
-    2,048 characters (`text`), its score and the query lexemes its window holds."""
+    2,048 characters (`text`), its score and the query lexemes its window holds.
+
+    `query_vector`, asked for just before the hits are read (so it may still be computed
+    while the statistics are), adds each hit's `similarity` and `in_context` to it (a None
+    vector adds nothing)."""
     shape = filter_shape(f)
     _, params = filter_params(f, "e")
     params.update(model=model, query=query)
@@ -215,7 +231,11 @@ def window_search(
             k=k,
             cand=budget,
         )
-        return cur.execute(_score_query(shape), params).fetchall()
+        vector = query_vector() if query_vector is not None else None
+        if vector is None:
+            return cur.execute(_score_query(shape), params).fetchall()
+        params.update(q=vector)
+        return cur.execute(_score_query(shape, len(vector)), params).fetchall()
 
 
 def _known_size(f: TurnFilter, model: str) -> tuple[float, float, float] | None:

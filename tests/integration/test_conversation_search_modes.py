@@ -12,6 +12,7 @@ from collections import deque
 import numpy as np
 import pytest
 
+from chalicelib.ops.conversation_search import LEG_DEPTH
 from chalicelib.ops.turn_writer import record_turns
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
@@ -602,9 +603,8 @@ def test_without_the_embedder_hybrid_is_lexical_and_semantic_falls_back(t, deps)
 # ---- lexical_weight ------------------------------------------------------------------------
 
 
-def _vector_legs(pool, org: str, query: str) -> list[list[str]]:
-    """The two vector legs (turn, turn in context), ranked exactly as the store ranks them."""
-    q = FakeEmbedder().embed_query(query)
+def _vectors(pool, org: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """msg_id -> (the turn's vector, its context vector) of every live embedded row."""
     with pool.connection() as conn:
         rows = conn.execute(
             "SELECT msg_id, embedding::text, context_embedding::text"
@@ -612,11 +612,11 @@ def _vector_legs(pool, org: str, query: str) -> list[list[str]]:
             " WHERE org = %s AND tombstoned_at IS NULL AND embedding IS NOT NULL",
             (org,),
         ).fetchall()
-    legs = []
-    for col in (1, 2):
-        sims = {r[0]: float(np.asarray(json.loads(r[col])) @ q) for r in rows}
-        legs.append(sorted(sims, key=lambda m: (-round(sims[m], 6), m)))
-    return legs
+    return {m: (np.asarray(json.loads(v)), np.asarray(json.loads(c))) for m, v, c in rows}
+
+
+def _ranked(sims: dict[str, float]) -> list[str]:
+    return sorted(sims, key=lambda m: (-round(sims[m], 6), m))
 
 
 def _fused(legs: list[tuple[list[str], float]]) -> list[tuple[str, float]]:
@@ -629,13 +629,31 @@ def _fused(legs: list[tuple[list[str], float]]) -> list[tuple[str, float]]:
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
+def _hybrid(pool, org: str, query: str, lexical: list[str], weight: float):
+    """The hybrid ranking as the spec of the mode states it: the LEG_DEPTH turns nearest the
+    blend of both vectors, with the BM25 hits, ranked by each vector (weight 0.5 each) and
+    fused with BM25's ranking (the weight) by reciprocal rank; [(msg_id, score)] best first."""
+    q = FakeEmbedder().embed_query(query)
+    vectors = _vectors(pool, org)
+
+    def cos(v: np.ndarray) -> float:
+        return float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))
+
+    blend = _ranked({m: cos(v + c) for m, (v, c) in vectors.items()})[:LEG_DEPTH]
+    found = set(blend) | set(lexical)
+    own = _ranked({m: cos(vectors[m][0]) for m in found})
+    in_context = _ranked({m: cos(vectors[m][1]) for m in found})
+    return _fused([(own, 0.5), (in_context, 0.5), (lexical, weight)])
+
+
 def test_lexical_weight_scales_the_bm25_leg_of_the_fusion(t, pool, org):
     """GIVEN a thread where Z0 holds a rare word, Z1 follows it and T (two turns later) holds
     it only in its window, beside six turns sharing only the stop word "the" with the query
     (a word the vectors weigh and BM25 drops)
     WHEN hybrid search asks for the word and "the" with lexical_weight 0, 0.5 and 1
-    THEN each answer is the reciprocal-rank fusion of the two vector legs (weight 0.5 each)
-    and the lexical leg scaled by the weight (with 0, the vector legs alone); with top_k 3,
+    THEN each answer is the reciprocal-rank fusion of the turns' ranks by their two vectors
+    (weight 0.5 each) and the lexical leg scaled by the weight (with 0, the vector rankings
+    alone); with top_k 3,
     T (found only by its window) is missing at weight 0 and present at weight 1.
     """
     w = "zqvartok"  # fixed: the vector ranks this test relies on are then fixed too
@@ -653,16 +671,45 @@ def test_lexical_weight_scales_the_bm25_leg_of_the_fusion(t, pool, org):
 
     lexical = ids(hits(t, query, "lexical"))
     assert set(lexical) == {"Z0", "Z1", "T"}
-    legs = _vector_legs(pool, org, query)
     for weight in (0, 0.5, 1):
         found = hits(t, query, "hybrid", lexical_weight=weight)
         got = [(h["msg_id"], h["score"]) for h in found]
-        expected = _fused([(legs[0], 0.5), (legs[1], 0.5), (lexical, weight)])
+        expected = _hybrid(pool, org, query, lexical, weight)
         assert [m for m, _ in got] == [m for m, _ in expected], weight
         assert [s for _, s in got] == pytest.approx([s for _, s in expected]), weight
 
     assert "T" not in ids(hits(t, query, "hybrid", lexical_weight=0, top_k=3))
     assert "T" in ids(hits(t, query, "hybrid", lexical_weight=1, top_k=3))
+
+
+def test_a_turn_bm25_finds_beyond_the_vector_legs_depth_is_ranked_by_both_its_vectors(t, pool, org):
+    """GIVEN a turn holding a rare word, and more turns than the vector leg reads (LEG_DEPTH)
+    that are each nearer the query's vector (they repeat its stop word) but hold no query
+    word BM25 counts
+    WHEN hybrid search asks for the rare word and the stop word
+    THEN the rare turn (outside the vector leg's reach, found by BM25 alone) still carries
+    its own vector's similarity, and its score is its BM25 rank's plus its ranks by its own
+    and its context vector among every turn either leg found.
+    """
+    w = word()
+    t.append("th-rare", f"{w} shipment arrived", msg_id="rare")
+    for n in range(LEG_DEPTH + 10):
+        t.append(f"th-f{n % 7}", f"the the the filler {n}", msg_id=f"f{n:02d}")
+    query = f"{w} the the"
+    vectors = _vectors(pool, org)
+    q = FakeEmbedder().embed_query(query)
+    blend = {m: float((v + c) @ q / np.linalg.norm(v + c)) for m, (v, c) in vectors.items()}
+    assert "rare" not in _ranked(blend)[:LEG_DEPTH]  # beyond the vector leg's depth
+
+    lexical = ids(hits(t, query, "lexical"))
+    assert lexical == ["rare"]
+    found = {h["msg_id"]: h for h in hits(t, query, "hybrid", top_k=10)}  # depth LEG_DEPTH
+    assert found["rare"]["similarity"] == pytest.approx(float(vectors["rare"][0] @ q), abs=1e-5)
+    expected = dict(_hybrid(pool, org, query, lexical, 1.0))
+    # Every turn the vector leg read is nearer by both vectors: the rare one ranks after them.
+    assert found["rare"]["score"] == pytest.approx(expected["rare"])
+    assert expected["rare"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + LEG_DEPTH + 1))
+    assert found["rare"]["score"] > 1.0 / (RRF_K + 1)  # more than its BM25 rank alone
 
 
 # ---- the large-scope BM25 path -------------------------------------------------------------

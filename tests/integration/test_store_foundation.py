@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 from pydantic import ValidationError
 
 from chalicelib import cli
 from chalicelib.auth import hash_token
-from chalicelib.store.migrate import is_migrated, migrate
+from chalicelib.store.migrate import is_migrated, migrate, migration_files
 from tests.conftest import make_settings
 
 
@@ -15,6 +19,60 @@ def test_migrations_are_safe_to_run_twice(database_url, pool):
     assert migrate(database_url) == []
     with pool.connection() as conn:
         assert is_migrated(conn)
+
+
+def test_the_blend_migration_replaces_each_dimensions_context_index(database_url):
+    """GIVEN a database migrated to 0016 whose vectors of dimensions 8 and 16 have the HNSW
+    indexes that version made (over turns alone and over context vectors alone)
+    WHEN the later migrations run
+    THEN each dimension's context index is gone and a blend index (the sum of both vectors)
+    stands beside its index over turns alone."""
+    name = f"loom_upgrade_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = make_conninfo(database_url, dbname=name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA loom")
+            for _, path in (f for f in migration_files() if f[0] <= 16):
+                conn.execute(path.read_text())
+            conn.execute(
+                "CREATE TABLE loom.schema_migrations (version int PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for version, path in migration_files():
+                if version <= 16:
+                    conn.execute(
+                        "INSERT INTO loom.schema_migrations VALUES (%s, %s)", (version, path.name)
+                    )
+            for dim in (8, 16):
+                for prefix, column in (
+                    ("conversation_embeddings_hnsw", "embedding"),
+                    ("conversation_context_hnsw", "context_embedding"),
+                ):
+                    conn.execute(
+                        f"CREATE INDEX {prefix}_{dim} ON loom.conversation_embeddings USING hnsw"
+                        f" (({column}::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+                        f" AND tombstoned_at IS NULL AND {column} IS NOT NULL"
+                    )
+        assert "0017_blend_vector_index.sql" in migrate(url)
+        with psycopg.connect(url) as conn:
+            indexes = dict(
+                conn.execute(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'loom'"
+                    " AND indexname LIKE '%%hnsw%%'"
+                ).fetchall()
+            )
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}"')
+    assert sorted(indexes) == [
+        "conversation_blend_hnsw_16",
+        "conversation_blend_hnsw_8",
+        "conversation_embeddings_hnsw_16",
+        "conversation_embeddings_hnsw_8",
+    ]
+    assert "(embedding + context_embedding))::vector(8)" in indexes["conversation_blend_hnsw_8"]
 
 
 @pytest.fixture

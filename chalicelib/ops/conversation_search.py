@@ -3,8 +3,7 @@ fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciproca
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
+import contextlib
 from typing import Any, Literal
 
 import numpy as np
@@ -63,25 +62,22 @@ def search_turns(
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
     depth = max(LEG_DEPTH, top_k)
-    if mode == "lexical":
+    query_vec = None
+    if mode == "hybrid":
+        with contextlib.suppress(EmbedderError):  # fail open: the lexical leg still answers
+            query_vec = ctx.deps.embedder.embed_query(query)
+    if query_vec is None:  # lexical mode, or hybrid without the embedder: BM25's order
         lexical = _lexical_rows(ctx, filt, query, depth)
         return _fuse(None, lexical, lexical_weight, top_k, excerpt_chars)
-    # The lexical leg reads its statistics beside the embedder, then waits for the vector to
-    # read its hits' similarities with them.
-    embedded: Future[np.ndarray | None] = Future()
-    lexical_rows = beside(lambda: _lexical_rows(ctx, filt, query, depth, embedded.result))
-    query_vec = None
-    try:
-        query_vec = ctx.deps.embedder.embed_query(query)
-    except EmbedderError:
-        pass  # fail open: the lexical leg still answers
-    finally:
-        embedded.set_result(query_vec)
-    vector_rows = None
-    if query_vec is not None:
+
+    def vector_leg() -> list[dict[str, Any]]:
         with read_connection(ctx.deps.pool) as conn:
-            vector_rows = _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
-    return _fuse(vector_rows, lexical_rows.result(), lexical_weight, top_k, excerpt_chars)
+            return _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
+
+    # The vector leg beside; the lexical leg (the longer) here, reading its hits' similarities.
+    vector_rows = beside(vector_leg)
+    lexical = _lexical_rows(ctx, filt, query, depth, query_vec)
+    return _fuse(vector_rows.result(), lexical, lexical_weight, top_k, excerpt_chars)
 
 
 def _semantic(
@@ -148,13 +144,13 @@ def _lexical_rows(
     filt: TurnFilter,
     query: str,
     k: int,
-    query_vector: Callable[[], np.ndarray | None] | None = None,
+    query_vec: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """BM25 hits best first, without any whose text reads as high (checked on the leg's own
-    thread, beside the vector leg); with a query vector, each with its similarities."""
+    """BM25 hits best first, without any whose text reads as high; with a query vector, each
+    with its similarities."""
     with read_connection(ctx.deps.pool) as conn:
         rows = window_search(
-            conn, filt, model=ctx.deps.embedder.name, query=query, k=k, query_vector=query_vector
+            conn, filt, model=ctx.deps.embedder.name, query=query, k=k, query_vec=query_vec
         )
     return [r for r in rows if not reads_as_high(r["text"])]
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -117,24 +116,33 @@ def _df_query(shape: tuple[str, ...]) -> str:
     )
 
 
+# PostgreSQL's ts_rank of a one-lexeme query, over a window whose positions all weigh 1, is
+# H / ZETA2 with H = sum(1 / j^2 for j in 1..tf) (calc_rank_or, with its constant ZETA2). As
+# 1 / (n + 1) < ZETA2 - H < 1 / n, floor(1 / (ZETA2 - H)) is tf itself (0 for an absent
+# lexeme): a term's frequency read in C, where unnesting every window costs 4 us a window.
+_RANK_ZETA2 = "1.64493406685"
+
+
 @functools.cache
-def _score_query(shape: tuple[str, ...], dim: int | None = None) -> str:
+def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
+    # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once.
+    bm25 = sql.SQL(" + ").join(
+        sql.SQL(
+            "(%(idf)s::float8[])[{i}] * ({k1} + 1) * (1 - n.norm / (n.norm + floor(1 / ({zeta2}"
+            " * (1 - ts_rank('{{1,1,1,1}}', c.window_tsv, (%(lexemes)s::tsquery[])[{i}], 0))))))"
+        ).format(i=sql.Literal(i), k1=sql.Literal(BM25_K1), zeta2=sql.SQL(_RANK_ZETA2))
+        for i in range(1, n_terms + 1)
+    )
     return (
         sql.SQL(
-            "WITH t AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[])"
-            "  AS t(term, idf)),"
-            " cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.window_tsv, e.window_len"
-            "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
+            "WITH cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.window_tsv,"
+            "  e.window_len FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
             "  AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s),"
-            # Each window's BM25 over only the query's lexemes in it (weighted, then kept).
-            " scored AS (SELECT c.rid, c.msg_id, s.score FROM cand c CROSS JOIN LATERAL"
-            "  (SELECT sum(t.idf * u.tf * ({k1} + 1) / (u.tf + {k1}"
-            "   * (1 - {b} + {b} * c.window_len / %(avgdl)s))) AS score"
-            "   FROM (SELECT lexeme, coalesce(array_length(positions, 1), 1)::float8 AS tf"
-            "    FROM unnest({mine})) u JOIN t ON t.term = u.lexeme) s"
-            "  ORDER BY s.score DESC, c.msg_id LIMIT %(k)s)"
+            " scored AS (SELECT c.rid, c.msg_id, {bm25} AS score FROM cand c CROSS JOIN LATERAL"
+            "  (SELECT {k1} * (1 - {b} + {b} * c.window_len / %(avgdl)s) AS norm) n"
+            "  ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
             " SELECT e2.msg_id, e2.thread_id, e2.namespace, e2.agent, e2.role, e2.user_id,"
             " e2.run_id, e2.ts, e2.text, sc.score,"
             " (SELECT array_agg(lexeme) FROM unnest({hit})) AS terms{vectors}"
@@ -146,7 +154,7 @@ def _score_query(shape: tuple[str, ...], dim: int | None = None) -> str:
             indexed=_indexed(),
             k1=sql.Literal(BM25_K1),
             b=sql.Literal(BM25_B),
-            mine=_query_lexemes("c"),
+            bm25=bm25,
             hit=_query_lexemes("e2"),
             vectors=vectors,
         )
@@ -172,14 +180,11 @@ def window_search(
     model: str,
     query: str,
     k: int,
-    query_vector: Callable[[], np.ndarray | None] | None = None,
+    query_vec: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Up to k indexed turns by BM25 over their windows, best first, each with its first
-    2,048 characters (`text`), its score and the query lexemes its window holds.
-
-    `query_vector`, asked for just before the hits are read (so it may still be computed
-    while the statistics are), adds each hit's `similarity` and `in_context` to it (a None
-    vector adds nothing)."""
+    2,048 characters (`text`), its score and the query lexemes its window holds; with a query
+    vector, also the similarities of its two vectors to it (`similarity`, `in_context`)."""
     shape = filter_shape(f)
     _, params = filter_params(f, "e")
     params.update(model=model, query=query)
@@ -225,17 +230,17 @@ def window_search(
         idf = [math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms]
         params.update(
             terms=terms,
+            lexemes=[_tsquery([t], "|") for t in terms],
             idf=idf,
             gather=_tsquery(gather, op),
             avgdl=max(avgdl, 1.0),
             k=k,
             cand=budget,
         )
-        vector = query_vector() if query_vector is not None else None
-        if vector is None:
-            return cur.execute(_score_query(shape), params).fetchall()
-        params.update(q=vector)
-        return cur.execute(_score_query(shape, len(vector)), params).fetchall()
+        if query_vec is None:
+            return cur.execute(_score_query(shape, len(terms)), params).fetchall()
+        params.update(q=query_vec)
+        return cur.execute(_score_query(shape, len(terms), len(query_vec)), params).fetchall()
 
 
 def _known_size(f: TurnFilter, model: str) -> tuple[float, float, float] | None:

@@ -6,6 +6,7 @@ and lexical_weight."""
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections import deque
 
@@ -177,6 +178,51 @@ def test_lexical_reads_each_turns_window_and_excerpts_show_the_hit_turn(t):
 
     hybrid = {h["msg_id"]: h["excerpt"] for h in hits(t, w_own, "hybrid")}
     assert hybrid["T1"] == centred
+
+
+def test_lexical_scores_are_okapi_bm25_with_each_terms_frequency_in_the_window(t, pool, org):
+    """GIVEN one-turn threads holding a rare word 1, 2, 3 and 40 times, beside a second word
+    and turns holding neither
+    WHEN lexical search asks for both words
+    THEN each hit's score is Okapi BM25 (k1 1.2, b 0.75) over the scope's windows, with each
+    term's frequency read from the window's positions: more repeats score higher, saturating.
+    """
+    a, b = word(), word()
+    counts = {"x1": 1, "x2": 2, "x3": 3, "x40": 40}
+    for m, tf in counts.items():
+        t.append(f"th-{m}", " ".join([a] * tf) + f" about {b if m == 'x2' else 'lamps'}", msg_id=m)
+    for n in range(4):
+        t.append(f"th-o{n}", f"nothing of note number {n}", msg_id=f"o{n}")
+    found = {h["msg_id"]: h["score"] for h in hits(t, f"{a} {b}", "lexical")}
+
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT msg_id, window_tsv::text, window_len FROM loom.conversation_embeddings"
+            " WHERE org = %s AND namespace = %s AND tombstoned_at IS NULL",
+            (org, NS),
+        ).fetchall()
+    n, avgdl = len(rows), sum(r[2] for r in rows) / len(rows)
+
+    def tf(tsv: str, term: str) -> int:
+        for entry in tsv.split(" "):
+            lexeme, _, positions = entry.partition(":")
+            if lexeme == f"'{term}'":
+                return len(positions.split(","))
+        return 0
+
+    df = {w: sum(1 for r in rows if tf(r[1], w)) for w in (a, b)}
+    expected = {}
+    for m, tsv, length in rows:
+        score = 0.0
+        for w in (a, b):
+            f = tf(tsv, w)
+            idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+            score += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * length / avgdl))
+        if score:
+            expected[m] = score
+    assert [tf(dict((r[0], r[1]) for r in rows)[m], a) for m in counts] == [1, 2, 3, 40]
+    assert found == pytest.approx(expected)
+    assert found["x3"] > found["x1"] and found["x40"] > found["x3"]
 
 
 def test_an_excerpt_is_centred_on_a_word_the_stemmer_shortens(t):

@@ -3,7 +3,8 @@ fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciproca
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Literal
 
 import numpy as np
@@ -23,7 +24,7 @@ from chalicelib.store.conversation_search import (
 )
 from chalicelib.store.namespaces import org_namespaces
 from chalicelib.store.pool import read_connection
-from chalicelib.store.window_search import window_search
+from chalicelib.store.window_search import plan_window_search, read_window_hits
 
 _FALLBACK_PAGES = 5  # substring pages read to fill top_k past turns that read as high
 
@@ -62,21 +63,25 @@ def search_turns(
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
     depth = max(LEG_DEPTH, top_k)
-    query_vec = None
-    if mode == "hybrid":
-        with contextlib.suppress(EmbedderError):  # fail open: the lexical leg still answers
-            query_vec = ctx.deps.embedder.embed_query(query)
-    if query_vec is None:  # lexical mode, or hybrid without the embedder: BM25's order
-        lexical = _lexical_rows(ctx, filt, query, depth)
-        return _fuse(None, lexical, lexical_weight, top_k, excerpt_chars)
+    if mode == "lexical":
+        return _fuse(None, _lexical_rows(ctx, filt, query, depth), 1.0, top_k, excerpt_chars)
+    # The vector leg beside, embedding the query first; the lexical leg here reads its
+    # statistics meanwhile, then its hits with their similarities once the vector is known.
+    embedded: Future[np.ndarray | None] = Future()
 
-    def vector_leg() -> list[dict[str, Any]]:
+    def vector_leg() -> list[dict[str, Any]] | None:
+        query_vec = None
+        try:
+            query_vec = ctx.deps.embedder.embed_query(query)
+        except EmbedderError:
+            return None  # fail open: the lexical leg answers alone
+        finally:
+            embedded.set_result(query_vec)
         with read_connection(ctx.deps.pool) as conn:
             return _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
 
-    # The vector leg beside; the lexical leg (the longer) here, reading its hits' similarities.
     vector_rows = beside(vector_leg)
-    lexical = _lexical_rows(ctx, filt, query, depth, query_vec)
+    lexical = _lexical_rows(ctx, filt, query, depth, embedded.result)
     return _fuse(vector_rows.result(), lexical, lexical_weight, top_k, excerpt_chars)
 
 
@@ -144,14 +149,21 @@ def _lexical_rows(
     filt: TurnFilter,
     query: str,
     k: int,
-    query_vec: np.ndarray | None = None,
+    query_vec: Callable[[], np.ndarray | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """BM25 hits best first, without any whose text reads as high; with a query vector, each
-    with its similarities."""
-    with read_connection(ctx.deps.pool) as conn:
-        rows = window_search(
-            conn, filt, model=ctx.deps.embedder.name, query=query, k=k, query_vec=query_vec
-        )
+    """BM25 hits best first, without any whose text reads as high; with a query vector (asked
+    for once the statistics are read, on no connection), each with its similarities."""
+    pool, model = ctx.deps.pool, ctx.deps.embedder.name
+    with read_connection(pool) as conn:
+        planned = plan_window_search(conn, filt, model=model, query=query, k=k)
+        if planned is None:
+            return []
+        if query_vec is None:
+            rows = read_window_hits(conn, planned)
+    if query_vec is not None:
+        vector = query_vec()
+        with read_connection(pool) as conn:
+            rows = read_window_hits(conn, planned, vector)
     return [r for r in rows if not reads_as_high(r["text"])]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,10 @@ SPREAD_MIN_SHARE = 0.25
 # A large scope's (n, avgdl, until, percent of pages a spread sample reads, 0 for none), and
 # each term's (df, rare, until) in it: counted once a minute, in this process.
 _stats: dict[tuple[Any, ...], tuple[float, ...]] = {}
+# A large scope's sample, as (until, rows sampled, lexeme -> sampled windows holding it); a
+# few thousand lexemes each, so only so many scopes are kept.
+_lexicons: dict[tuple[Any, ...], tuple[float, float, dict[str, int]]] = {}
+LEXICONS_MAX = 64
 
 
 def _indexed() -> sql.Composable:
@@ -67,20 +72,39 @@ _LEXEMES = (
 
 
 @functools.cache
-def _sample_query(shape: tuple[str, ...], spread: bool = False) -> str:
-    # How many of the sampled windows hold each term, and the sample's size and mean length:
-    # the first rows met, or (spread) the rows of a share of the table's pages picked at random.
-    pages = sql.SQL(" TABLESAMPLE SYSTEM (%(percent)s::float4)" if spread else "")
+def _sample_query(shape: tuple[str, ...]) -> str:
+    # How many of the windows first met (up to the cap) hold each term, and their number and
+    # mean length: the whole scope when it is small.
     return (
         sql.SQL(
             "WITH sample AS MATERIALIZED (SELECT e.window_tsv, e.window_len"
-            "  FROM loom.conversation_embeddings e{pages} WHERE {where} AND {indexed}"
+            "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
             "  LIMIT %(cap)s)"
             " SELECT q.term, (SELECT count(*) FROM sample s"
             "  WHERE s.window_tsv @@ quote_literal(q.term)::tsquery) AS hits,"
             " (SELECT count(*) FROM sample) AS n,"
             " (SELECT coalesce(avg(window_len), 0) FROM sample) AS avgdl"
             " FROM unnest(%(terms)s::text[]) AS q(term)"
+        )
+        .format(where=scope_where("e", shape), indexed=_indexed())
+        .as_string()
+    )
+
+
+@functools.cache
+def _lexicon_query(shape: tuple[str, ...], spread: bool) -> str:
+    # A large scope's sample as counts: its size, then how many of its windows hold each
+    # lexeme (the rows first met, or those of a share of the table's pages picked at random).
+    pages = sql.SQL(" TABLESAMPLE SYSTEM (%(percent)s::float4)" if spread else "")
+    return (
+        sql.SQL(
+            "WITH sample AS MATERIALIZED (SELECT e.window_tsv"
+            "  FROM loom.conversation_embeddings e{pages} WHERE {where} AND {indexed}"
+            "  LIMIT %(cap)s)"
+            " SELECT NULL::text AS term, count(*) AS hits FROM sample"
+            " UNION ALL SELECT u.term, count(*) FROM sample s"
+            "  CROSS JOIN LATERAL unnest(tsvector_to_array(s.window_tsv)) AS u(term)"
+            "  GROUP BY u.term"
         )
         .format(pages=pages, where=scope_where("e", shape), indexed=_indexed())
         .as_string()
@@ -173,25 +197,41 @@ def _tsquery(terms: list[str], op: str) -> str:
     return f" {op} ".join("'" + t.replace("'", "''") + "'" for t in terms)
 
 
-def window_search(
-    conn: Connection,
-    f: TurnFilter,
-    *,
-    model: str,
-    query: str,
-    k: int,
-    query_vec: np.ndarray | None = None,
+@dataclass(frozen=True)
+class Bm25Read:
+    """A BM25 read with the query's lexemes and statistics known: its statement's shape and
+    parameters."""
+
+    shape: tuple[str, ...]
+    params: dict[str, Any]
+
+
+def read_window_hits(
+    conn: Connection, planned: Bm25Read, query_vec: np.ndarray | None = None
 ) -> list[dict[str, Any]]:
-    """Up to k indexed turns by BM25 over their windows, best first, each with its first
-    2,048 characters (`text`), its score and the query lexemes its window holds; with a query
-    vector, also the similarities of its two vectors to it (`similarity`, `in_context`)."""
+    """The hits of a planned BM25 read, best first, each with its first 2,048 characters
+    (`text`), its score and the query lexemes its window holds; with a query vector, also the
+    similarities of its two vectors to it (`similarity`, `in_context`)."""
+    n_terms = len(planned.params["terms"])
+    with conn.cursor(row_factory=dict_row) as cur:
+        if query_vec is None:
+            return cur.execute(_score_query(planned.shape, n_terms), planned.params).fetchall()
+        params = {**planned.params, "q": query_vec}
+        return cur.execute(_score_query(planned.shape, n_terms, len(query_vec)), params).fetchall()
+
+
+def plan_window_search(
+    conn: Connection, f: TurnFilter, *, model: str, query: str, k: int
+) -> Bm25Read | None:
+    """The query's lexemes and their statistics in the caller's scope (counted or recalled),
+    and the windows to gather; None when no window can match."""
     shape = filter_shape(f)
     _, params = filter_params(f, "e")
     params.update(model=model, query=query)
     with conn.cursor(row_factory=dict_row) as cur:
         query_terms = [r["term"] for r in cur.execute(_LEXEMES, params).fetchall()]
         if not query_terms:
-            return []  # no searchable word in the query
+            return None  # no searchable word in the query
         large = _known_size(f, model)
         if large is None:
             params.update(terms=query_terms, cap=SAMPLE_ROWS + 1)
@@ -211,36 +251,29 @@ def window_search(
             known = _known_terms(f, model, query_terms)
             unknown = [t for t in query_terms if t not in known]
             if unknown:
-                # A spread sample reads about LARGE_SAMPLE_ROWS of the scope; the cap only
-                # bounds an unlucky draw (stopping early would favour the table's first pages).
-                cap = 4 * LARGE_SAMPLE_ROWS if percent else LARGE_SAMPLE_ROWS
-                params.update(terms=unknown, cap=cap, percent=percent)
-                sample = cur.execute(_sample_query(shape, bool(percent)), params).fetchall()
-                hits = {r["term"]: float(r["hits"]) for r in sample}
-                counted = _large_scope_df(cur, shape, params, hits, n, float(sample[0]["n"]))
+                sampled, lexicon = _lexicon(cur, f, shape, params, percent)
+                hits = {t: float(lexicon.get(t, 0)) for t in unknown}
+                counted = _large_scope_df(cur, shape, params, hits, n, sampled)
                 _remember(f, model, counted)
                 known.update(counted)
             df = {t: known[t][0] for t in query_terms}
             gather, op = _gather([t for t in query_terms if known[t][1]], df)
             # Windows holding every common term are many and rank alike: a sample of them.
             budget = CANDIDATES_MAX if op == "|" else CANDIDATES_MAX // 3
-        if not gather or n == 0:
-            return []
-        terms = list(df)
-        idf = [math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms]
-        params.update(
-            terms=terms,
-            lexemes=[_tsquery([t], "|") for t in terms],
-            idf=idf,
-            gather=_tsquery(gather, op),
-            avgdl=max(avgdl, 1.0),
-            k=k,
-            cand=budget,
-        )
-        if query_vec is None:
-            return cur.execute(_score_query(shape, len(terms)), params).fetchall()
-        params.update(q=query_vec)
-        return cur.execute(_score_query(shape, len(terms), len(query_vec)), params).fetchall()
+    if not gather or n == 0:
+        return None
+    terms = list(df)
+    idf = [math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms]
+    params.update(
+        terms=terms,
+        lexemes=[_tsquery([t], "|") for t in terms],
+        idf=idf,
+        gather=_tsquery(gather, op),
+        avgdl=max(avgdl, 1.0),
+        k=k,
+        cand=budget,
+    )
+    return Bm25Read(shape, params)
 
 
 def _known_size(f: TurnFilter, model: str) -> tuple[float, float, float] | None:
@@ -266,6 +299,29 @@ def _scope_size(
     percent = min(100.0, 100.0 * LARGE_SAMPLE_ROWS / n) if spread else 0.0
     _keep({key: (n, avgdl, time.monotonic() + STATS_TTL_SECONDS, percent)})
     return n, avgdl, percent
+
+
+def _lexicon(
+    cur: Any, f: TurnFilter, shape: tuple[str, ...], params: dict, percent: float
+) -> tuple[float, dict[str, int]]:
+    """A large scope's sample (rows read, and how many of them hold each lexeme), drawn once a
+    minute: every query meeting new terms in that minute counts them in the same rows."""
+    key = (f, params["model"])
+    cached = _lexicons.get(key)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1], cached[2]
+    # A spread sample reads about LARGE_SAMPLE_ROWS of the scope; the cap only bounds an
+    # unlucky draw (stopping early would favour the table's first pages).
+    cap = 4 * LARGE_SAMPLE_ROWS if percent else LARGE_SAMPLE_ROWS
+    rows = cur.execute(
+        _lexicon_query(shape, bool(percent)), {**params, "cap": cap, "percent": percent}
+    ).fetchall()
+    sampled = float(next(r["hits"] for r in rows if r["term"] is None))
+    lexicon = {r["term"]: int(r["hits"]) for r in rows if r["term"] is not None}
+    if len(_lexicons) >= LEXICONS_MAX:
+        _lexicons.clear()
+    _lexicons[key] = (time.monotonic() + STATS_TTL_SECONDS, sampled, lexicon)
+    return sampled, lexicon
 
 
 def _rare_df(n: float) -> int:

@@ -881,6 +881,39 @@ def test_a_large_scopes_common_words_are_counted_on_a_sample_spread_over_it(
     window_search._stats.clear()
 
 
+def test_a_large_scopes_new_words_are_counted_in_one_sample_a_minute(t, corpus, pool, monkeypatch):
+    """GIVEN 200 indexed turns, "plinth" in all and "gantry" in the 100 of threads 0-9, on the
+    large-scope path with a sample of every page (LARGE_SAMPLE_ROWS 200, SPREAD_MIN_SHARE 0)
+    WHEN lexical search asks for "gantry", then for "plinth" (a word not yet counted), then
+    again once the minute the sample is kept for has passed
+    THEN the scope is sampled once for the first two queries, both words counted in it (100
+    and 200 windows), and sampled again after the minute.
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
+    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
+    drawn = []
+    lexicon_query = window_search._lexicon_query
+    monkeypatch.setattr(
+        window_search, "_lexicon_query", lambda *a: drawn.append(a) or lexicon_query(*a)
+    )
+    with pool.connection() as conn:
+        conn.execute("ANALYZE loom.conversation_embeddings")
+    window_search._stats.clear()
+    assert len(hits(t, HALF, "lexical")) == 100
+    assert len(hits(t, COMMON, "lexical")) == 200
+    assert len(drawn) == 1
+    assert _estimated_df("gantri") == 100 and _estimated_df(COMMON) == 200
+
+    for key, (_, sampled, lexicon) in list(window_search._lexicons.items()):
+        window_search._lexicons[key] = (0.0, sampled, lexicon)  # a minute later
+    window_search._stats.clear()
+    assert len(hits(t, HALF, "lexical")) == 100
+    assert len(drawn) == 2
+    window_search._stats.clear()
+
+
 # ---- the semantic floor --------------------------------------------------------------------
 
 

@@ -4,7 +4,8 @@ The corpus statistics are the caller's scope's own (never another tenant's). A s
 SAMPLE_ROWS windows is read whole, so its statistics are exact. In a larger one (counted once
 a minute), a term's document frequency is counted exactly through the GIN index while it is
 rare (under 0.5% of the scope, between RARE_DF_MIN and RARE_DF) and estimated from a sample of
-about LARGE_SAMPLE_ROWS above that; documents are gathered through the rare terms (the ones
+about LARGE_SAMPLE_ROWS above that (drawn once a minute, every lexeme in it counted);
+documents are gathered through the rare terms (the ones
 that decide a BM25 ranking), and the common terms add their weight to those documents only. A
 query of common terms alone gathers the documents holding all of them.
 

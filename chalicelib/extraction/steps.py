@@ -290,7 +290,7 @@ def verify_durable(run: Run) -> None:
         def ask(model: str = model) -> dict[str, Any]:
             return call_model(run, VERIFIER_SYSTEM, prompt, model=model)
 
-        asked = beside(ask)
+        asked = beside(ask, lane="model")
         try:
             answer = asked.result(timeout=timeout)
         except FutureTimeout:

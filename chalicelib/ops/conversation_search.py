@@ -81,7 +81,8 @@ def search_turns(
             return _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
 
     vector_rows = beside(vector_leg)
-    lexical = _lexical_rows(ctx, filt, query, depth, embedded.result)
+    # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.
+    lexical = _lexical_rows(ctx, filt, query, depth, embedded.result) if lexical_weight else []
     return _fuse(vector_rows.result(), lexical, lexical_weight, top_k, excerpt_chars)
 
 
@@ -185,7 +186,7 @@ def _fuse(
 
     # Each turn once: the BM25 row (its excerpt centred on the query's words), else the
     # vector leg's.
-    found = {key(r): r for r in lexical}  # checked with the guard on the leg's thread
+    found = {key(r): r for r in lexical}  # checked with the guard as the leg read them
     rows: dict[HitKey, dict[str, Any]] = {key(r): r for r in vector_rows or ()}
     rows.update(found)
 

@@ -56,7 +56,7 @@ _stats: dict[tuple[Any, ...], tuple[float, ...]] = {}
 # A large scope's sample, as (until, rows sampled, lexeme -> sampled windows holding it); a
 # few thousand lexemes each, so only so many scopes are kept.
 _lexicons: dict[tuple[Any, ...], tuple[float, float, dict[str, int]]] = {}
-LEXICONS_MAX = 64
+LEXICONS_MAX = 16
 
 
 def _indexed() -> sql.Composable:
@@ -156,21 +156,23 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -
     bm25 = sql.SQL(" + ").join(
         sql.SQL(
             "(%(idf)s::float8[])[{i}] * ({k1} + 1) * (1 - n.norm / (n.norm + floor(1 / ({zeta2}"
-            " * (1 - ts_rank('{{1,1,1,1}}', c.window_tsv, (%(lexemes)s::tsquery[])[{i}], 0))))))"
+            " * (1 - ts_rank('{{1,1,1,1}}', c.mine, (%(lexemes)s::tsquery[])[{i}], 0))))))"
         ).format(i=sql.Literal(i), k1=sql.Literal(BM25_K1), zeta2=sql.SQL(_RANK_ZETA2))
         for i in range(1, n_terms + 1)
     )
     return (
         sql.SQL(
-            "WITH cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id, e.window_tsv,"
+            # Each candidate's window is read (and decompressed) once: its query lexemes, with
+            # their positions, are what every term's ts_rank reads.
+            "WITH cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id,"
+            "  ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
             "  e.window_len FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
             "  AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s),"
-            " scored AS (SELECT c.rid, c.msg_id, {bm25} AS score FROM cand c CROSS JOIN LATERAL"
-            "  (SELECT {k1} * (1 - {b} + {b} * c.window_len / %(avgdl)s) AS norm) n"
-            "  ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
+            " scored AS (SELECT c.rid, c.msg_id, c.mine, {bm25} AS score FROM cand c"
+            "  CROSS JOIN LATERAL (SELECT {k1} * (1 - {b} + {b} * c.window_len / %(avgdl)s)"
+            "  AS norm) n ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
             " SELECT e2.msg_id, e2.thread_id, e2.namespace, e2.agent, e2.role, e2.user_id,"
-            " e2.run_id, e2.ts, e2.text, sc.score,"
-            " (SELECT array_agg(lexeme) FROM unnest({hit})) AS terms{vectors}"
+            " e2.run_id, e2.ts, e2.text, sc.score, tsvector_to_array(sc.mine) AS terms{vectors}"
             " FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
             " ORDER BY sc.score DESC, e2.msg_id"
         )
@@ -180,17 +182,9 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -
             k1=sql.Literal(BM25_K1),
             b=sql.Literal(BM25_B),
             bm25=bm25,
-            hit=_query_lexemes("e2"),
             vectors=vectors,
         )
         .as_string()
-    )
-
-
-def _query_lexemes(alias: str) -> sql.Composable:
-    """The query's lexemes of a window, with their positions: weight them, keep the weighted."""
-    return sql.SQL("ts_filter(setweight({}.window_tsv, 'A', %(terms)s::text[]), '{{a}}')").format(
-        sql.Identifier(alias)
     )
 
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from chalicelib import cli
 from chalicelib.auth import hash_token
+from chalicelib.store import conversation_search
 from chalicelib.store.migrate import is_migrated, migrate, migration_files
 from tests.conftest import make_settings
 
@@ -63,6 +64,14 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
                     " AND indexname LIKE '%%hnsw%%'"
                 ).fetchall()
             )
+            # A dimension whose first vectors arrive later gets the same index from the code.
+            conversation_search._ensured_indexes.discard(24)
+            conversation_search.ensure_vector_index(conn, 24)
+            conn.commit()
+            conversation_search._ensured_indexes.discard(24)
+            (made,) = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'conversation_blend_hnsw_24'"
+            ).fetchone()
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}"')
@@ -73,6 +82,7 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
         "conversation_embeddings_hnsw_8",
     ]
     assert "(embedding + context_embedding))::vector(8)" in indexes["conversation_blend_hnsw_8"]
+    assert made.replace("24", "8") == indexes["conversation_blend_hnsw_8"]
 
 
 @pytest.fixture

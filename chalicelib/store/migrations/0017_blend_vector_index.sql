@@ -9,11 +9,6 @@ DECLARE
     dim integer;
 BEGIN
     FOR r IN SELECT indexname FROM pg_indexes
-        WHERE schemaname = 'loom' AND indexname LIKE 'conversation\_context\_hnsw\_%'
-    LOOP
-        EXECUTE format('DROP INDEX loom.%I', r.indexname);
-    END LOOP;
-    FOR r IN SELECT indexname FROM pg_indexes
         WHERE schemaname = 'loom' AND indexname ~ '^conversation_embeddings_hnsw_[0-9]+$'
     LOOP
         dim := substring(r.indexname FROM '[0-9]+$')::integer;
@@ -23,5 +18,11 @@ BEGIN
             ' WHERE dim = %s AND tombstoned_at IS NULL AND embedding IS NOT NULL'
             ' AND context_embedding IS NOT NULL',
             'conversation_blend_hnsw_' || dim, dim, dim);
+    END LOOP;
+    -- Dropped last: the builds above let reads go on, the drop holds the table only to commit.
+    FOR r IN SELECT indexname FROM pg_indexes
+        WHERE schemaname = 'loom' AND indexname LIKE 'conversation\_context\_hnsw\_%'
+    LOOP
+        EXECUTE format('DROP INDEX loom.%I', r.indexname);
     END LOOP;
 END $$;

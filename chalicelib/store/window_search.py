@@ -45,6 +45,7 @@ RARE_DF_MIN = 100
 RARE_SHARE = 0.005
 MAX_TERMS = 64
 CANDIDATES_MAX = 1500
+RELAXED_TERMS = 3  # a query of common terms no window holds all of: windows holding its rarest
 STATS_TTL_SECONDS = 60.0
 # A scope holding at least this share of the table's rows is sampled at random pages: that
 # reads at most 1 / SPREAD_MIN_SHARE times the pages a stretch of as many rows would.
@@ -149,7 +150,9 @@ _RANK_ZETA2 = "1.64493406685"
 
 
 @functools.cache
-def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -> str:
+def _score_query(
+    shape: tuple[str, ...], n_terms: int, dim: int | None = None, fallbacks: int = 0
+) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
     # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once.
@@ -160,14 +163,36 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -
         ).format(i=sql.Literal(i), k1=sql.Literal(BM25_K1), zeta2=sql.SQL(_RANK_ZETA2))
         for i in range(1, n_terms + 1)
     )
-    return (
+    # The candidates: windows matching the gather query, or, when none does, the first of the
+    # fallback queries that some window matches (each read only if all before it found none).
+    gathers: list[sql.Composable] = [sql.SQL("%(gather)s::tsquery")]
+    gathers += [sql.SQL("(%(fallbacks)s::tsquery[])[{}]").format(i + 1) for i in range(fallbacks)]
+    steps = sql.SQL(", ").join(
         sql.SQL(
             # Each candidate's window is read (and decompressed) once: its query lexemes, with
             # their positions, are what every term's ts_rank reads.
-            "WITH cand AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id,"
+            "cand{i} AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id,"
             "  ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
-            "  e.window_len FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
-            "  AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s),"
+            "  e.window_len FROM loom.conversation_embeddings e WHERE {none_yet}{where}"
+            "  AND {indexed} AND e.window_tsv @@ {gather} LIMIT %(cand)s)"
+        ).format(
+            i=sql.Literal(i),
+            none_yet=sql.SQL("").join(
+                sql.SQL("NOT EXISTS (SELECT 1 FROM cand{}) AND ").format(sql.Literal(j))
+                for j in range(i)
+            ),
+            where=scope_where("e", shape),
+            indexed=_indexed(),
+            gather=gather,
+        )
+        for i, gather in enumerate(gathers)
+    )
+    cand = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT * FROM cand{}").format(sql.Literal(i)) for i in range(len(gathers))
+    )
+    return (
+        sql.SQL(
+            "WITH {steps}, cand AS ({cand}),"
             " scored AS (SELECT c.rid, c.msg_id, c.mine, {bm25} AS score FROM cand c"
             "  CROSS JOIN LATERAL (SELECT {k1} * (1 - {b} + {b} * c.window_len / %(avgdl)s)"
             "  AS norm) n ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
@@ -177,8 +202,8 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None = None) -
             " ORDER BY sc.score DESC, e2.msg_id"
         )
         .format(
-            where=scope_where("e", shape),
-            indexed=_indexed(),
+            steps=steps,
+            cand=cand,
             k1=sql.Literal(BM25_K1),
             b=sql.Literal(BM25_B),
             bm25=bm25,
@@ -207,12 +232,15 @@ def read_window_hits(
     """The hits of a planned BM25 read, best first, each with its first 2,048 characters
     (`text`), its score and the query lexemes its window holds; with a query vector, also the
     similarities of its two vectors to it (`similarity`, `in_context`)."""
-    n_terms = len(planned.params["terms"])
+    params = planned.params if query_vec is None else {**planned.params, "q": query_vec}
+    query = _score_query(
+        planned.shape,
+        len(params["terms"]),
+        None if query_vec is None else len(query_vec),
+        len(params["fallbacks"]),
+    )
     with conn.cursor(row_factory=dict_row) as cur:
-        if query_vec is None:
-            return cur.execute(_score_query(planned.shape, n_terms), planned.params).fetchall()
-        params = {**planned.params, "q": query_vec}
-        return cur.execute(_score_query(planned.shape, n_terms, len(query_vec)), params).fetchall()
+        return cur.execute(query, params).fetchall()
 
 
 def plan_window_search(
@@ -268,6 +296,7 @@ def plan_window_search(
         k=k,
         cand=budget,
     )
+    params.update(fallbacks=_fallbacks(gather, df) if op == "&" else [])
     return Bm25Read(shape, params)
 
 
@@ -357,6 +386,16 @@ def _gather(rare: list[str], df: dict[str, float]) -> tuple[list[str], str]:
             break
         gather.append(t)
     return gather, "|"
+
+
+def _fallbacks(common: list[str], df: dict[str, float]) -> list[str]:
+    """What a query of common terms alone gathers when no window holds all of them: the
+    windows holding its two rarest, else those holding any of its RELAXED_TERMS rarest."""
+    rarest = sorted(common, key=lambda t: df[t])[:RELAXED_TERMS]
+    if len(rarest) < 2:
+        return []
+    both = [_tsquery(rarest[:2], "&")] if len(common) > 2 else []
+    return [*both, _tsquery(rarest, "|")]
 
 
 def _known_terms(f: TurnFilter, model: str, terms: list[str]) -> dict[str, tuple[float, bool]]:

@@ -860,6 +860,50 @@ def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, c
     window_search._stats.clear()
 
 
+def test_a_large_scopes_common_words_no_window_holds_all_of_find_those_holding_the_rarest(
+    t, corpus, pool, monkeypatch
+):
+    """GIVEN 200 indexed turns, each naming "plinth" and one of eight colours in turn (so a
+    window, four turns, names at most four colours)
+    WHEN lexical search asks for "plinth" and five colours on the large-scope path
+    (SAMPLE_ROWS 30, RARE_DF 8: every word common)
+    THEN no window holds all six words, yet the answer is the windows holding the two rarest
+    (or, none holding both, any of the three rarest), ranked by every word (with
+    RELAXED_TERMS 0 the answer is empty); asked for two colours no window holds together, the
+    windows holding either.
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    # The sample is every page (as in the spread test): the scope's counts are exact.
+    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
+    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
+    with pool.connection() as conn:
+        conn.execute("ANALYZE loom.conversation_embeddings")
+    query = f"{COMMON} " + " ".join(FLAVOURS[:5])
+    window_search._stats.clear()
+    found = hits(t, query, "lexical")
+
+    def holding(words: str) -> set[str]:  # every word
+        return {m for _, _, m in windows_holding(pool, words, t.org, live_only=True)}
+
+    # The rarest (ties in lexeme order, "ochre" being "ochr"), as the scope counts them: the
+    # windows holding the two rarest, or (none holding both) any of the three rarest.
+    stem = {c: "ochr" if c == "ochre" else c for c in FLAVOURS}
+    rarest = sorted(FLAVOURS[:5], key=lambda c: (len(holding(c)), stem[c]))[:3]
+    expected = holding(" ".join(rarest[:2])) or set().union(*(holding(c) for c in rarest))
+    assert found and {h["msg_id"] for h in found} <= expected
+    assert all(h["score"] > 0 for h in found)
+
+    apart = hits(t, f"{FLAVOURS[0]} {FLAVOURS[4]}", "lexical")  # never in one window
+    assert not holding(f"{FLAVOURS[0]} {FLAVOURS[4]}")
+    assert apart and {h["msg_id"] for h in apart} <= holding(FLAVOURS[0]) | holding(FLAVOURS[4])
+
+    monkeypatch.setattr(window_search, "RELAXED_TERMS", 0)  # no relaxation
+    window_search._stats.clear()
+    assert hits(t, query, "lexical") == []
+    window_search._stats.clear()
+
+
 def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpus, monkeypatch):
     """GIVEN 200 indexed turns, every one naming "plinth" (once in its own text)
     WHEN lexical search asks for "plinth", exactly and then on the large-scope path

@@ -375,9 +375,9 @@ def _large_scope_df(
 
 def _gather(rare: list[str], df: dict[str, float]) -> tuple[list[str], str]:
     """The rarest terms while their windows fit the candidate budget, any of them; with no rare
-    term, every term at once."""
+    term, every term at once (but those no window holds: they would make it match nothing)."""
     if not rare:
-        return list(df), "&"
+        return [t for t, n in df.items() if n > 0], "&"
     rare = sorted(rare, key=lambda t: df[t])
     gather, budget = rare[:1], df[rare[0]]
     for t in rare[1:]:

@@ -860,6 +860,22 @@ def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, c
     window_search._stats.clear()
 
 
+def test_a_word_no_window_holds_leaves_the_common_words_answer_alone(t, corpus, monkeypatch):
+    """GIVEN 200 indexed turns, "plinth" in all and "gantry" in threads 0-9's
+    WHEN lexical search asks for both and a word no turn holds, on the large-scope path with
+    no relaxation (RELAXED_TERMS 0)
+    THEN the answer is the 100 windows holding both common words, as without the word.
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "RARE_DF", 8)
+    monkeypatch.setattr(window_search, "RELAXED_TERMS", 0)
+    window_search._stats.clear()
+    found = hits(t, f"{COMMON} {HALF} {word()}", "lexical")
+    window_search._stats.clear()
+    assert len(found) == 100
+    assert {h["thread_id"] for h in found} == {f"t{n:02d}" for n in range(10)}
+
+
 def test_a_large_scopes_common_words_no_window_holds_all_of_find_those_holding_the_rarest(
     t, corpus, pool, monkeypatch
 ):

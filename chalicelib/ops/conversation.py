@@ -431,7 +431,8 @@ class SearchInput(AgentScoped):
         default=1.0,
         ge=0.0,
         le=1.0,
-        description="Weight of the BM25 leg in the hybrid fusion; 1.0 = equal weight.",
+        description="Weight of the BM25 leg in the hybrid fusion; 1.0 = equal weight, 0 = the"
+        " vectors alone (no BM25 read).",
     )
 
 

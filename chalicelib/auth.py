@@ -96,13 +96,9 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
 
 def check_name(option: str, value: str) -> None:
     """Refuse an org or namespace name no op accepts (a token bound to it could never work)."""
-    from pydantic import TypeAdapter, ValidationError
+    from chalicelib.ops.common import is_name
 
-    from chalicelib.ops.common import Name
-
-    try:
-        TypeAdapter(Name).validate_python(value)
-    except ValidationError:
+    if not is_name(value):
         shown = value if len(value) <= 40 else value[:40] + "..."
         raise BadRequestError(
             f"{option} {shown!r} is not a valid name: use 1-256 characters, no spaces"

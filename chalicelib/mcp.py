@@ -284,9 +284,7 @@ def _one(
 
 def _refused_name(query: Mapping[str, str]) -> str | None:
     """Why the namespace or agent a session is opened with could never be used, or None."""
-    from pydantic import TypeAdapter, ValidationError
-
-    from chalicelib.ops.common import Name
+    from chalicelib.ops.common import is_name
 
     for key in ("namespace", "agent"):
         value = query.get(key)
@@ -295,8 +293,6 @@ def _refused_name(query: Mapping[str, str]) -> str | None:
         why = unstorable(value)
         if why:
             return f"{key}: {why}"
-        try:
-            TypeAdapter(Name).validate_python(value)
-        except ValidationError:
+        if not is_name(value):
             return f"{key}: 1 to 256 characters, no spaces"
     return None

@@ -147,17 +147,12 @@ def write_entries(
                     "version": version,
                     "retired_at": None,
                     "content_hash": w.content_hash,
-                    "pinned": e.pinned if e.pinned is not None else bool(before.get("pinned")),
-                    "locked": e.locked if e.locked is not None else bool(before.get("locked")),
+                    **_flags_after(before, e),
                 }
             elif verdict == "unchanged" and (e.pinned is not None or e.locked is not None):
                 store.set_flags(conn, org, namespace, user_id, e.key, e.pinned, e.locked)
                 if row is not None:
-                    existing[e.key] = {
-                        **row,
-                        "pinned": row["pinned"] if e.pinned is None else e.pinned,
-                        "locked": row["locked"] if e.locked is None else e.locked,
-                    }
+                    existing[e.key] = {**row, **_flags_after(row, e)}
             out.append(Written(e.key, version, verdict, _peers(e.key, neighbours)))
             neighbours.append(e.key)
     clock.lap("bulk.write")
@@ -176,6 +171,14 @@ class _Phases:
         if self.into is not None:
             self.into[name] = round(self.into.get(name, 0.0) + (now - self.last) * 1000, 2)
         self.last = now
+
+
+def _flags_after(row: dict[str, Any], e: Entry) -> dict[str, bool]:
+    """A row's pinned and locked flags once the entry's (where it gives them) are applied."""
+    return {
+        "pinned": bool(row.get("pinned")) if e.pinned is None else e.pinned,
+        "locked": bool(row.get("locked")) if e.locked is None else e.locked,
+    }
 
 
 def _verdict(

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PrivateAttr, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
 
 # Names of orgs and namespaces: printable, no spaces, bounded.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s\x00]+$")]
+
+
+@functools.cache
+def _names() -> TypeAdapter:
+    return TypeAdapter(Name)
+
+
+def is_name(value: str) -> bool:
+    """True when an op accepts this as an org, namespace or agent name."""
+    try:
+        _names().validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
 Ident = Annotated[str, StringConstraints(max_length=256)]
 
 

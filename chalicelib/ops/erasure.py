@@ -136,7 +136,7 @@ def request(inp: RequestInput, ctx: OpContext) -> JobOut:
     except Exception as exc:  # the worker takes it up again; the answer says so
         logger.exception("inline erasure failed", extra={"job_id": job["job_id"]})
         with ctx.deps.pool.connection() as conn:
-            jobs.release_job(conn, job["job_id"], error=str(exc), failed=False)
+            jobs.release_job(conn, job["job_id"], error=str(exc))
             job = jobs.get_job(conn, inp.org, job["job_id"]) or job
         return _job_out(job)
     with read_connection(ctx.deps.pool) as conn:

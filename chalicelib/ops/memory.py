@@ -26,8 +26,7 @@ Key = Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^
 Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 LEG_DEPTH = 100
-RECALL_PAGE = 200  # turns memory.recall reads a page, before it leaves out those read as high
-RECALL_SCAN = 2000  # and the most it reads for one answer
+RECALL_SCAN = 2000  # the most turns memory.recall reads for one answer
 
 
 BOUNDED_NEEDS_USER = "a token bounded to one user needs user_id"
@@ -363,12 +362,12 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
                 since=inp.since,
                 until=inp.until,
                 role=inp.role,
-                limit=RECALL_PAGE,
+                limit=inp.limit,  # a page of the limit: most answers take one
                 before=before,
             )
             scanned += len(page)
             found += [r for r in page if not reads_as_high(r["content"])]
-            if len(page) < RECALL_PAGE:
+            if len(page) < inp.limit:
                 break
             before = (page[-1]["ts"], page[-1]["evidence_id"])
     return RecallOutput(turns=[RecallTurn(**r) for r in found[: inp.limit]])

@@ -455,11 +455,15 @@ def _age(seconds: int) -> str:
     return f"{seconds}s ago"
 
 
+def _goal_line(goal: str) -> str:
+    """The one line of a goal that `rendered` shows."""
+    return " ".join(goal.split())[:120]
+
+
 def _listed_goal(goal: str) -> str:
-    """The goal as the list shows it: empty when it, or the one line `rendered` cuts from it,
-    reads as high (as conversation.threads blanks such a title)."""
-    line = " ".join(goal.split())[:120]
-    return "" if reads_as_high(goal) or reads_as_high(line) else goal
+    """The goal as the list shows it: empty when it, or its line in `rendered`, reads as high
+    (as conversation.threads blanks such a title)."""
+    return "" if reads_as_high(goal) or reads_as_high(_goal_line(goal)) else goal
 
 
 @op("session.brief_list", role="viewer", kind="read", mcp="unlisted", scopes=ALL_SCOPES)
@@ -495,7 +499,7 @@ def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
     ]
     lines = [
         f"{b.brief_key} · rev {b.revision} · {_age(b.age_seconds)} · {b.agent}"
-        + (f" · {' '.join(b.goal.split())[:120]}" if b.goal else "")
+        + (f" · {_goal_line(b.goal)}" if b.goal else "")
         for b in briefs
     ]
     return ListOutput(briefs=briefs, rendered="\n".join(lines))

@@ -32,19 +32,27 @@ class TurnFilter:
 # vector (their sum: hybrid's one vector leg, which returns both similarities).
 Ranking = Literal["embedding", "blend"]
 VECTOR_RANKINGS: tuple[Ranking, ...] = ("embedding", "blend")
-_VECTOR_OF = {"embedding": "e.embedding", "blend": "(e.embedding + e.context_embedding)"}
-_INDEXED_OF = {"embedding": "embedding", "blend": "(embedding + context_embedding)"}
 _READS = {"embedding": ("embedding",), "blend": ("embedding", "context_embedding")}
+
+
+def _columns(ranking: Ranking, alias: str | None) -> list[sql.Composable]:
+    return [
+        sql.Identifier(alias, column) if alias else sql.Identifier(column)
+        for column in _READS[ranking]
+    ]
 
 
 def _present(ranking: Ranking, alias: str | None = None) -> sql.Composable:
     """The vectors a ranking reads are there: its index's predicate, and its queries'."""
     return sql.SQL(" AND ").join(
-        sql.SQL("{} IS NOT NULL").format(
-            sql.Identifier(alias, column) if alias else sql.Identifier(column)
-        )
-        for column in _READS[ranking]
+        sql.SQL("{} IS NOT NULL").format(c) for c in _columns(ranking, alias)
     )
+
+
+def _ranked_vector(ranking: Ranking, alias: str | None = None) -> sql.Composable:
+    """What a ranking orders by: the turn's vector, or the sum of both (its index's expression,
+    and its queries')."""
+    return sql.SQL("({})").format(sql.SQL(" + ").join(_columns(ranking, alias)))
 
 
 def ensure_vector_index(conn: Connection, dim: int) -> None:
@@ -67,7 +75,7 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
             ).format(
                 present=_present(ranking),
                 name=sql.Identifier(vector_index_name(ranking, dim)),
-                vector=sql.SQL(_INDEXED_OF[ranking]),
+                vector=_ranked_vector(ranking),
                 dim=sql.Literal(dim),
             )
         )
@@ -193,7 +201,7 @@ def bounded_exact_search(
 def _distance(dim: int, ranking: Ranking) -> sql.Composable:
     """A row's cosine distance to the query vector, by what the ranking orders."""
     return sql.SQL("({vector}::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim), vector=sql.SQL(_VECTOR_OF[ranking])
+        dim=sql.Literal(dim), vector=_ranked_vector(ranking, "e")
     )
 
 

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from chalicelib.store.erasure import Subject
-from chalicelib.store.job_claims import CLAIM_SET
+from chalicelib.store.job_claims import CLAIM_SET, LOST_WORKER
 
 _JOB = (
     "job_id, org, kind, user_id, namespaces, purge, subject_sha256, status, step, thread_cursor,"
@@ -81,9 +81,6 @@ def get_job(
         ).fetchone()
 
 
-LOST = "the worker stopped before it finished (its lease ran out)"
-
-
 def claim_due_job(conn: Connection, lease_seconds: int, max_attempts: int) -> dict[str, Any] | None:
     """Take the oldest pending job whose backoff is over, or a running one whose lease ran out.
     Taking the latter counts a failed attempt (its worker was lost): the one that uses up
@@ -96,7 +93,7 @@ def claim_due_job(conn: Connection, lease_seconds: int, max_attempts: int) -> di
             "   OR (status = 'running' AND lease_until < clock_timestamp())"
             "  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)"
             f" RETURNING {_JOB}",
-            {"max": max_attempts, "lease": lease_seconds, "lost": LOST},
+            {"max": max_attempts, "lease": lease_seconds, "lost": LOST_WORKER},
         ).fetchone()
 
 
@@ -166,14 +163,13 @@ def erase_again(
     return asked
 
 
-def release_job(conn: Connection, job_id: str, *, error: str, failed: bool) -> None:
+def release_job(conn: Connection, job_id: str, *, error: str) -> None:
     """Let another pass take the job up at once, no attempt spent (a pass out of its time, or
-    an inline erasure that failed), or end it failed."""
+    an inline erasure that failed)."""
     conn.execute(
-        "UPDATE loom.erasure_jobs SET lease_until = NULL, last_error = %s,"
-        " status = CASE WHEN %s THEN 'failed' ELSE 'pending' END, updated_at = now()"
-        " WHERE job_id = %s AND status = 'running'",
-        (error[:2000], failed, job_id),
+        "UPDATE loom.erasure_jobs SET lease_until = NULL, last_error = %s, status = 'pending',"
+        " updated_at = now() WHERE job_id = %s AND status = 'running'",
+        (error[:2000], job_id),
     )
 
 

@@ -9,7 +9,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from chalicelib.store.job_claims import CLAIM_SET
+from chalicelib.store.job_claims import CLAIM_SET, LOST_WORKER
 
 _STATUS = "queue_id, status, attempts, sizes, last_error, held_reason, created_at, updated_at"
 
@@ -35,9 +35,6 @@ def enqueue(
     )  # fmt: skip
 
 
-LOST = "the worker stopped before it finished (its lease ran out)"
-
-
 def claim(
     conn: Connection, queue_id: str, lease_seconds: float, max_attempts: int
 ) -> dict[str, Any] | None:
@@ -53,7 +50,7 @@ def claim(
             "  OR (status = 'running' AND lease_until < clock_timestamp()))"
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
             " request, attempts, created_at, status, lease_until",
-            {"max": max_attempts, "lease": lease_seconds, "lost": LOST, "id": queue_id},
+            {"max": max_attempts, "lease": lease_seconds, "lost": LOST_WORKER, "id": queue_id},
         ).fetchone()
 
 
@@ -122,7 +119,7 @@ def take_back_lost(
         "  AND lease_until < clock_timestamp() - make_interval(secs => %(secs)s)"
         "  ORDER BY lease_until LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
         " AND status = 'running' RETURNING queue_id, status",
-        {"max": max_attempts, "lost": LOST, "secs": lost_for_seconds, "limit": limit},
+        {"max": max_attempts, "lost": LOST_WORKER, "secs": lost_for_seconds, "limit": limit},
     ).fetchall()
     return [(r[0], r[1]) for r in rows]
 

@@ -14,3 +14,9 @@ CLAIM_SET = (
     " attempts = attempts + CASE WHEN status = 'running' THEN 1 ELSE 0 END,"
     " updated_at = now()"
 )
+LOST_WORKER = "the worker stopped before it finished (its lease ran out)"
+
+
+def backoff(steps: tuple[int, ...], failures: int) -> int:
+    """The wait after `failures` failures in a row: each step in turn, then the last."""
+    return steps[min(max(failures, 1), len(steps)) - 1]

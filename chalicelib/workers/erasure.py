@@ -16,7 +16,7 @@ from psycopg import Connection
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.store import erasure as store
-from chalicelib.store import erasure_jobs
+from chalicelib.store import erasure_jobs, job_claims
 from chalicelib.store.audit import write_audit
 from chalicelib.store.pool import database_clock
 
@@ -29,7 +29,7 @@ BACKOFF_SECONDS = (60, 300, 900, 3600)  # after the 1st, 2nd, 3rd and later fail
 
 
 def backoff(failures: int) -> int:
-    return BACKOFF_SECONDS[min(max(failures, 1), len(BACKOFF_SECONDS)) - 1]
+    return job_claims.backoff(BACKOFF_SECONDS, failures)
 
 
 def subject_of(job: dict[str, Any]) -> store.Subject:
@@ -117,7 +117,7 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
                 progressed = True
             if not done:  # out of budget: the next pass goes on at once
                 with deps.pool.connection() as conn:
-                    erasure_jobs.release_job(conn, job["job_id"], error="", failed=False)
+                    erasure_jobs.release_job(conn, job["job_id"], error="")
         except Exception as exc:
             logger.exception("erasure job failed", extra={"job_id": job["job_id"]})
             # A pass that committed a batch cleared the count and spends none: it made progress.

@@ -21,6 +21,7 @@ from chalicelib.observability import logger
 from chalicelib.providers.llm import LLMUnavailableError
 from chalicelib.providers.queue import SQS_MAX_DELAY
 from chalicelib.store import extraction_queue as store
+from chalicelib.store import job_claims
 from chalicelib.store.extraction_support import record_drops
 
 BACKOFF_SECONDS = (15, 60, 300, 1800)  # after the 1st, 2nd, 3rd and later failed attempts
@@ -33,7 +34,7 @@ LOST_AFTER_SECONDS = 900
 
 
 def backoff(attempts: int) -> int:
-    return BACKOFF_SECONDS[min(max(attempts, 1), len(BACKOFF_SECONDS)) - 1]
+    return job_claims.backoff(BACKOFF_SECONDS, attempts)
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -67,7 +68,8 @@ def process_job(deps: Deps, queue_id: str) -> str:
         return "skipped"
     if job["status"] == "failed":  # its worker was lost (killed, out of time) once too often
         logger.warning(
-            "deferred extraction failed", extra={"queue_id": queue_id, "error": store.LOST}
+            "deferred extraction failed",
+            extra={"queue_id": queue_id, "error": job_claims.LOST_WORKER},
         )
         return "failed"
     lease = job["lease_until"]

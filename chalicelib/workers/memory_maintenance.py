@@ -103,25 +103,24 @@ def embed_missing(deps: Deps) -> dict[str, int]:
         limit = BATCH + len(skipped) + len(_refused)
         with deps.pool.connection() as conn:
             fetched = store.rows_without(conn, "vector", limit)
-        rows = [r for r in fetched if (k := _refusal_key(r)) not in skipped and k not in _refused]
-        rows = rows[:BATCH]
+        keyed = [(k, r) for r in fetched if (k := _refusal_key(r)) not in skipped]
         plain = []
-        for r in rows:
+        for k, r in [(k, r) for k, r in keyed if k not in _refused][:BATCH]:
             if embedded_reads_as_high(r["value"], EMBED_CHARS):
-                skipped.add(_refusal_key(r))
+                skipped.add(k)
             else:
-                plain.append(r)
+                plain.append((k, r))
         if not plain:
             break
         try:
-            pairs = _embed(deps, plain)
+            pairs = _embed(deps, [r for _, r in plain])
         except EmbedderError:
             break  # the embedder is down: the next pass tries again
         answered = {id(r) for r, _ in pairs}
-        for r in plain:
+        for k, r in plain:
             if id(r) not in answered:
-                skipped.add(_refusal_key(r))
-                _refused[_refusal_key(r)] = time.monotonic() + REFUSED_RETRY_SECONDS
+                skipped.add(k)
+                _refused[k] = time.monotonic() + REFUSED_RETRY_SECONDS
                 logger.warning(
                     "embedder refused a memory",
                     extra={"org": r["org"], "namespace": r["namespace"], "key": r["key"]},

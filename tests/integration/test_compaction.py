@@ -17,6 +17,8 @@ from chalicelib.providers.llm import LLMError, LLMResult, ScriptedLLM
 from chalicelib.registry import call
 from tests.integration.test_conversation_support import NS, snapshot
 from tests.integration.test_saved_support import (
+    SUMMARY,
+    content,
     execute,
     hit_ids,
     open_tenant,
@@ -26,18 +28,7 @@ from tests.integration.test_saved_support import (
     vectors,
 )
 
-_TOPIC_WORDS = (
-    "orchard kiln barge quarry lantern meadow foundry glacier vineyard harbour"
-    " chapel granary aqueduct bazaar citadel dockyard estuary fjord grotto hamlet"
-    " isthmus jetty keep lagoon marsh"
-)
-TOPICS = _TOPIC_WORDS.split()
-SUMMARY = "Summary: the crew agreed to relocate the orchard and fire the kiln on tuesday."
 HIGH = "fine, the vault password=hunter22 works"
-
-
-def content(i: int) -> str:
-    return f"the {TOPICS[i]} {TOPICS[i]} is item {i} of the plan"
 
 
 @pytest.fixture

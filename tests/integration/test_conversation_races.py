@@ -25,6 +25,8 @@ from chalicelib.store import conversations as conversations_store
 from tests.integration.test_conversation_support import NS
 from tests.integration.test_saved_support import (
     OFF_NS,
+    SUMMARY,
+    content,
     execute,
     hit_ids,
     open_tenant,
@@ -33,14 +35,6 @@ from tests.integration.test_saved_support import (
     transcript,
     vectors,
 )
-
-SUMMARY = "Summary: the crew agreed to relocate the orchard and fire the kiln on tuesday."
-_WORDS = "orchard kiln barge quarry lantern meadow foundry glacier vineyard harbour"
-WORDS = _WORDS.split()
-
-
-def content(i: int) -> str:
-    return f"the {WORDS[i]} {WORDS[i]} is item {i} of the plan"
 
 
 @pytest.fixture

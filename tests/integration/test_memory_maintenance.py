@@ -35,7 +35,7 @@ def _row(pool, org, key):
 
 def _forget_refusals():
     """Forget the rows this process's embedding_worker set aside."""
-    getattr(worker, "_refused", {}).clear()
+    worker._refused.clear()
 
 
 def _retire(pool, org):
@@ -150,7 +150,7 @@ def test_an_embedder_that_is_down_stops_the_pass_without_setting_rows_aside(
         patch.setattr(emb, "embed_documents", down)
         assert worker.embed_missing(deps)["embedded"] == 0
     assert len(asked) == 2 and asked[1] == [worker.CANARY]
-    assert getattr(worker, "_refused", {}) == {}
+    assert worker._refused == {}
     emb.down = False
     worker.embed_missing(deps)
     assert [_row(pool, org, f"k{i}")[1] for i in range(3)] == [emb.dim] * 3

@@ -14,6 +14,20 @@ OFF_NS = "ns-off"  # a namespace whose recording switch is explicitly off
 MODEL = "fake-bow"  # FakeEmbedder's name, stored beside every vector
 
 
+# Compaction's turns: a distinct topic word each (twice), and the summary its model writes.
+_TOPIC_WORDS = (
+    "orchard kiln barge quarry lantern meadow foundry glacier vineyard harbour chapel granary"
+    " aqueduct bazaar citadel dockyard estuary fjord grotto hamlet isthmus jetty keep lagoon"
+    " marsh"
+)
+TOPICS = _TOPIC_WORDS.split()
+SUMMARY = "Summary: the crew agreed to relocate the orchard and fire the kiln on tuesday."
+
+
+def content(i: int) -> str:
+    return f"the {TOPICS[i]} {TOPICS[i]} is item {i} of the plan"
+
+
 def open_tenant(api: Any, deps: Any, org: str) -> Tenant:
     """An org with recording on in NS and explicitly off in OFF_NS."""
     t = Tenant.open(api, deps, org)

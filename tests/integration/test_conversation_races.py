@@ -31,6 +31,7 @@ from tests.integration.test_saved_support import (
     hit_ids,
     open_tenant,
     save,
+    saved_status,
     search_saved,
     transcript,
     vectors,
@@ -412,16 +413,7 @@ def test_a_retried_save_racing_an_unsave_stores_the_message_again(t, deps, pool,
     assert row["is_saved"] and row["user_id"] == "u1" and row["tombstoned_at"] is None
     (vec,) = vectors(pool, org, "m1")
     assert vec["is_saved"] and vec["has_vector"] and vec["tombstoned_at"] is None
-    status = t.ok(
-        "conversation.saved_status",
-        agent="*",
-        user_id="u1",
-        conversation_id="c1",
-        message_ids=["m1"],
-        namespace=OFF_NS,
-        as_="viewer",
-    )
-    assert status["saved"] == ["m1"]
+    assert saved_status(t, "c1", ["m1"], namespace=OFF_NS) == ["m1"]
     deps._embedder = FakeEmbedder()
     assert hit_ids(search_saved(t, "ferry timetable march", namespace=OFF_NS)) == ["m1"]
 
@@ -450,15 +442,7 @@ def test_a_saved_embedding_passed_to_an_unsaved_copy_is_not_saved_for_its_user(t
     for user in ("u1", "u2"):
         assert search_saved(t, "harbour ferry timetable", user=user) == []
         assert search_saved(t, "harbour ferry timetable", user=user, search_mode="semantic") == []
-        status = t.ok(
-            "conversation.saved_status",
-            agent="*",
-            user_id=user,
-            conversation_id="c",
-            message_ids=["m1"],
-            as_="viewer",
-        )
-        assert status["saved"] == []
+        assert saved_status(t, "c", ["m1"], user=user) == []
     assert "m1" in t.hit_ids("harbour ferry timetable", agent="a2")
 
 
@@ -535,7 +519,5 @@ def test_an_erasure_passing_a_saved_embedding_on_passes_the_new_copys_saved_stat
     assert (vec["agent"], vec["user_id"], vec["tombstoned_at"]) == ("a2", "u2", None)
     assert (vec["is_saved"], vec["saved_at"]) == (False, None)
     assert search_saved(t, "harbour ferry timetable", user="u2") == []
-    status = t.ok("conversation.saved_status", agent="*", user_id="u2", conversation_id="c",
-                  message_ids=["m1"], as_="viewer")  # fmt: skip
-    assert status["saved"] == []
+    assert saved_status(t, "c", ["m1"], user="u2") == []
     assert "m1" in t.hit_ids("harbour ferry timetable", agent="a2")

@@ -23,6 +23,7 @@ from tests.integration.test_saved_support import (
     hit_ids,
     open_tenant,
     save,
+    saved_status,
     search_saved,
     transcript,
     vectors,
@@ -562,16 +563,7 @@ def test_concurrent_saves_of_a_new_message_by_two_agents_store_one_row(deps, api
         namespace=OFF_NS,
         as_="writer",
     )
-    status = t.ok(
-        "conversation.saved_status",
-        agent="*",
-        user_id="u1",
-        conversation_id="c1",
-        message_ids=["m1"],
-        namespace=OFF_NS,
-        as_="viewer",
-    )
-    assert status["saved"] == []
+    assert saved_status(t, "c1", ["m1"], namespace=OFF_NS) == []
 
 
 def test_another_agents_append_does_not_unflag_a_saved_turns_embedding(

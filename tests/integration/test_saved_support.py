@@ -87,6 +87,22 @@ def list_saved(t: Tenant, *, user: str = "u1", **kw: Any) -> dict[str, Any]:
     return t.ok("conversation.list_saved_messages", agent="*", user_id=user, **kw)
 
 
+def saved_status(
+    t: Tenant, conv: str, msg_ids: list[str], *, user: str = "u1", **kw: Any
+) -> list[str]:
+    """Which of these messages the user has saved (conversation.saved_status, as a viewer)."""
+    kw.setdefault("as_", "viewer")
+    out = t.ok(
+        "conversation.saved_status",
+        agent="*",
+        user_id=user,
+        conversation_id=conv,
+        message_ids=msg_ids,
+        **kw,
+    )
+    return out["saved"]
+
+
 def _dicts(pool: Any, sql: str, params: tuple) -> list[dict[str, Any]]:
     with pool.connection() as conn:
         cur = conn.execute(sql, params)

@@ -142,6 +142,22 @@ def append(base: str, org: str, thread: str, role: str, content: str, **more: An
     )
 
 
+def save(base: str, org: str, thread: str, msg_id: str, role: str, content: str) -> dict:
+    """Agent bot's turn saved for the dashboard's own user ("local")."""
+    return call(
+        base,
+        "conversation.save_message",
+        org=org,
+        namespace="support",
+        agent="bot",
+        user_id="local",
+        conversation_id=thread,
+        message_id=msg_id,
+        role=role,
+        content=content,
+    )
+
+
 def record(base: str, org: str, namespace: str = "support") -> None:
     call(base, "conversation.set_logging", org=org, namespace=namespace, enabled=True)
 
@@ -584,18 +600,7 @@ def test_lists_neither_repeat_nor_drop_items_when_the_data_changes_between_pages
     for i in range(25):
         append(server, org, f"t{i:02d}", "user", f"thread {i:02d}")
     for i in range(21):
-        call(
-            server,
-            "conversation.save_message",
-            org=org,
-            namespace="support",
-            agent="bot",
-            user_id="local",
-            conversation_id="long",
-            message_id=f"m{i:02d}",
-            role=("user", "assistant")[i % 2],
-            content=f"turn {i}",
-        )
+        save(server, org, "long", f"m{i:02d}", ("user", "assistant")[i % 2], f"turn {i}")
     everyone = sorted(["long", *(f"t{i:02d}" for i in range(25))])
     page.open(org, "support")
     tab = page.tab
@@ -763,18 +768,7 @@ def test_phone_width_has_no_sideways_scroll(browser, server, org):
     append(server, org, thread, "user", "A long line " + "withaverylongunbrokenword" * 8)
     append(server, org, thread, "assistant", "Short answer.", reasoning="Because.", msg_id="a1")
     append(server, org, thread, "user", "Hi.", agent="A" + long, user_id="U" + long)
-    call(
-        server,
-        "conversation.save_message",
-        org=org,
-        namespace="support",
-        agent="bot",
-        user_id="local",
-        conversation_id=thread,
-        message_id="a1",
-        role="assistant",
-        content="Short answer.",
-    )
+    save(server, org, thread, "a1", "assistant", "Short answer.")
     brief = {"org": org, "namespace": "support", "agent": "bot"}
     call(
         server,

@@ -54,6 +54,13 @@ def op(deps, org: str, name: str, **body) -> dict:
     return call(name, body, local_caller(org), deps).body
 
 
+def save_op(deps, org: str, content: str, **body) -> dict:
+    """conversation.save_message of user u1's turn m1 in c1 (agent a1), called directly."""
+    fields = {"agent": "a1", "conversation_id": "c1", "message_id": "m1", "role": "user"}
+    return op(deps, org, "conversation.save_message", **{**fields, **body}, content=content,
+              user_id="u1")  # fmt: skip
+
+
 class RacingLLM:
     """A summarizer that, on its first call, runs `meanwhile` (another writer that commits
     while the compaction's summarizer is out) before answering; later calls just answer."""
@@ -208,17 +215,8 @@ def test_two_compactions_at_once_leave_one_summary(t, deps, pool, org):
 
 def saving(deps, org: str, msg: str, i: int) -> Callable[[], dict]:
     def save_it() -> dict:
-        return op(
-            deps,
-            org,
-            "conversation.save_message",
-            agent="a1",
-            conversation_id="th",
-            message_id=msg,
-            role=("user", "assistant")[i % 2],
-            content=content(i),
-            user_id="u1",
-        )
+        role = ("user", "assistant")[i % 2]
+        return save_op(deps, org, content(i), conversation_id="th", message_id=msg, role=role)
 
     return save_it
 
@@ -303,19 +301,7 @@ def save_racing_append(t, deps, org: str, stored: str, client: str) -> dict:
     goes on. Returns the save's answer."""
     t.append("c-warm", "the harbour log opens", msg_id="warm")
     deps._embedder = embedder = HeldEmbedder("client copy")
-    saver, result = in_thread(
-        lambda: op(
-            deps,
-            org,
-            "conversation.save_message",
-            agent="a1",
-            conversation_id="c1",
-            message_id="m1",
-            role="user",
-            content=client,
-            user_id="u1",
-        )
-    )
+    saver, result = in_thread(lambda: save_op(deps, org, client))
     assert embedder.entered.wait(5)
     appended = op(
         deps,
@@ -385,20 +371,7 @@ def test_a_retried_save_racing_an_unsave_stores_the_message_again(t, deps, pool,
     first = save(t, "c1", "m1", text, namespace=OFF_NS)
     assert first["reason"] == "embed_failed"
     deps._embedder = held = HeldEmbedder("harbour ferry timetable")
-    saver, result = in_thread(
-        lambda: op(
-            deps,
-            org,
-            "conversation.save_message",
-            namespace=OFF_NS,
-            agent="a1",
-            conversation_id="c1",
-            message_id="m1",
-            role="user",
-            content=text,
-            user_id="u1",
-        )
-    )
+    saver, result = in_thread(lambda: save_op(deps, org, text, namespace=OFF_NS))
     assert held.entered.wait(5)
     body = {"namespace": OFF_NS, "agent": "a1", "conversation_id": "c1", "message_id": "m1"}
     unsaved = op(deps, org, "conversation.unsave_message", user_id="u1", **body)

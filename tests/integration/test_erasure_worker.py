@@ -149,6 +149,16 @@ def test_passes_out_of_time_spend_no_attempt_and_progress_clears_failures(
     assert _live_facts(pool, org) == 0
 
 
+def _lose_worker(pool, job_id: str, *, attempts: int) -> None:
+    """The job is running, its lease run out (its worker killed), after `attempts` tries."""
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.erasure_jobs SET status = 'running', attempts = %s,"
+            " lease_until = clock_timestamp() - interval '1 second' WHERE job_id = %s",
+            (attempts, job_id),
+        )
+
+
 def test_a_job_whose_worker_keeps_being_lost_ends_failed(t, deps, pool, org):
     """GIVEN a running erasure whose lease ran out (its worker was killed), four times already
     WHEN the worker takes it once more
@@ -156,22 +166,12 @@ def test_a_job_whose_worker_keeps_being_lost_ends_failed(t, deps, pool, org):
     run; with fewer losses it is taken and finished.
     """
     job_id = _deferred_job(t)
-    with pool.connection() as conn:
-        conn.execute(
-            "UPDATE loom.erasure_jobs SET status = 'running', attempts = 3,"
-            " lease_until = clock_timestamp() - interval '1 second' WHERE job_id = %s",
-            (job_id,),
-        )
+    _lose_worker(pool, job_id, attempts=3)
     worker.run_erasure_jobs(deps)  # the 4th loss: taken and finished
     assert _job(pool, job_id)[:2] == ("done", 0)
 
     job_id = _deferred_job(t)
-    with pool.connection() as conn:
-        conn.execute(
-            "UPDATE loom.erasure_jobs SET status = 'running', attempts = 4,"
-            " lease_until = clock_timestamp() - interval '1 second' WHERE job_id = %s",
-            (job_id,),
-        )
+    _lose_worker(pool, job_id, attempts=4)
     assert worker.run_erasure_jobs(deps)["jobs"] == 0
     status, attempts, error, _ = _job(pool, job_id)
     assert (status, attempts) == ("failed", 5) and "lease ran out" in error

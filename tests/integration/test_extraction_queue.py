@@ -294,8 +294,13 @@ def test_retry_mine_requeues_failed_batches_and_leaves_others(api, deps, org, qu
     assert _status(pool, failed)[0] == "pending"
 
 
-def test_a_request_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool):
+@pytest.mark.parametrize("lost", [False, True])
+def test_a_request_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool, lost):
+    """A job still waiting after 29 days, or (lost) taken by a worker lost since, ends failed
+    with an `expired` drop."""
     qid = _defer(local_caller(org), deps, "tide")["queue_id"]
+    if lost:
+        _expire_lease(pool, qid, status="running")
     with pool.connection() as conn:
         conn.execute(
             "UPDATE loom.memory_extraction_queue SET created_at = now() - interval '29 days'"
@@ -488,20 +493,6 @@ def test_a_lost_job_whose_message_is_gone_is_taken_back_and_sent_again(
     assert all(q != last for q, _ in queue.sent)
     deps._llm = OneFactLLM(0)
     assert process_job(deps, lost) == "done"
-
-
-def test_a_lost_job_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool):
-    qid = _defer(local_caller(org), deps, "reef")["queue_id"]
-    _expire_lease(pool, qid, status="running")
-    with pool.connection() as conn:
-        conn.execute(
-            "UPDATE loom.memory_extraction_queue SET created_at = now() - interval '29 days'"
-            " WHERE queue_id = %s",
-            (qid,),
-        )
-    assert expire_stale_jobs(deps) >= 1
-    assert _status(pool, qid)[0] == "failed"
-    assert ("expired",) in _rows(pool, "SELECT reason FROM loom.memory_drops WHERE org = %s", org)
 
 
 class OutlivedLLM:

@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 
 from chalicelib.errors import BadRequestError
+from chalicelib.registry import unstorable
 
 
 def encode_cursor(ts: datetime, *ids: str) -> str:
@@ -18,8 +19,9 @@ def decode_cursor(cursor: str, n_ids: int) -> tuple[datetime, list[str]]:
     try:
         ts, *ids = json.loads(base64.urlsafe_b64decode(cursor.encode()))
         when = datetime.fromisoformat(ts)
+        # Ids the database could not hold (a NUL, a lone surrogate) are none this server issued.
+        if len(ids) != n_ids or not all(isinstance(i, str) for i in ids) or unstorable(ids):
+            raise ValueError("not the ids a cursor carries")
     except (ValueError, TypeError, RecursionError) as exc:  # deep nesting exhausts the parser
         raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
-    if len(ids) != n_ids or not all(isinstance(i, str) and "\x00" not in i for i in ids):
-        raise BadRequestError("cursor is not one this server issued; pass next_cursor")
     return when, ids

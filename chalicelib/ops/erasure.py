@@ -17,7 +17,7 @@ from chalicelib.auth import Caller
 from chalicelib.errors import BadRequestError, ForbiddenError
 from chalicelib.observability import logger
 from chalicelib.ops.common import Ident, Name, OpInput, OpOutput
-from chalicelib.registry import OpContext, op
+from chalicelib.registry import OpContext, op, unstorable
 from chalicelib.store import erasure as store
 from chalicelib.store import erasure_export
 from chalicelib.store import erasure_jobs as jobs
@@ -194,6 +194,7 @@ def _decode(cursor: str) -> tuple[int, list[Any]]:
             or not isinstance(key, list)
             or len(key) != len(EXPORTED[table].key)
             or not all(isinstance(v, str | int) and not isinstance(v, bool) for v in key)
+            or unstorable(key)  # text the database cannot hold: no key it returned
         ):
             raise ValueError("shape")
     except (ValueError, TypeError, binascii.Error, RecursionError) as exc:

@@ -341,6 +341,10 @@ def test_a_turn_two_agents_logged_in_two_runs_is_listed_in_each_run(t):
         base64.urlsafe_b64encode(b'{"ts": 1}').decode(),
         base64.urlsafe_b64encode(json.dumps(["yesterday", "m-1"]).encode()).decode(),
         base64.urlsafe_b64encode(json.dumps([1, 2, 3]).encode()).decode(),
+        # A lone surrogate cannot be sent to the database as UTF-8.
+        base64.urlsafe_b64encode(
+            json.dumps(["2026-01-01T00:00:00+00:00", "\ud800"]).encode()
+        ).decode(),
     ],
 )
 def test_a_bad_cursor_is_a_400(t, cursor):

@@ -141,6 +141,7 @@ def _cursor(table: str, key: list) -> str:
         ("loom.memory_evidence", [2**63]),
         ("loom.memory_extraction_queue", [5]),  # queue_id is text
         ("loom.session_briefs", ["ns", "a\x00b"]),  # no text column holds a NUL
+        ("loom.session_briefs", ["ns", "a\ud800b"]),  # nor a lone surrogate
     ],
 )
 def test_a_cursor_whose_values_do_not_fit_the_tables_key_is_a_400(world, table, key):

@@ -3,6 +3,8 @@ newest saved first, and which of a conversation's messages that user saved."""
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from datetime import datetime, timedelta
 
@@ -95,6 +97,24 @@ def test_cursor_paging_returns_each_saved_message_once(t):
         assert len(pages) < 5, pages
     assert [len(p) for p in pages] == [3, 3, 1]
     assert [m for p in pages for m in p] == list(reversed(ids))
+
+
+def test_a_cursor_holding_a_lone_surrogate_is_a_400(t):
+    """GIVEN a saved message
+    WHEN the list is given a cursor whose ids hold a lone surrogate (no UTF-8 spelling)
+    THEN it answers 400 bad_request, not a 500 from the database driver.
+    """
+    save(t, "c1", "m1", "a note")
+    made_up = json.dumps(["2026-01-01T00:00:00+00:00", "c1", "\ud800"]).encode()
+    status, body = t.post(
+        "conversation.list_saved_messages",
+        as_="viewer",
+        agent="*",
+        user_id="u1",
+        cursor=base64.urlsafe_b64encode(made_up).decode(),
+    )
+    assert status == 400, body
+    assert body["error"]["code"] == "bad_request"
 
 
 def test_the_conversation_filter_lists_one_conversations_saves(t):

@@ -116,6 +116,7 @@ def test_any_cursor_string_decodes_or_is_a_400(cursor, n_ids):
     except BadRequestError:
         return
     assert isinstance(when, datetime) and len(ids) == n_ids
+    assert all(i.encode() for i in ids)  # every id can be sent to the database as UTF-8
 
 
 @pytest.mark.parametrize("depth", [10_000, 100_000])

@@ -43,7 +43,17 @@ class CompactOutput(OpOutput):
 
 
 def is_summary(turn: dict[str, Any]) -> bool:
-    return isinstance(turn.get("metadata"), dict) and "compacted_from" in turn["metadata"]
+    """A compaction's summary (store.summary_row): a system turn under a summary id whose
+    metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
+    `compacted_from` is a turn like any other: summarised, never retired unread."""
+    metadata = turn.get("metadata")
+    sources = metadata.get("compacted_from") if isinstance(metadata, dict) else None
+    return (
+        turn.get("role") == "system"
+        and turn["msg_id"].startswith(store.SUMMARY_ID_PREFIX)
+        and isinstance(sources, list)
+        and all(isinstance(m, str) for m in sources)
+    )
 
 
 @dataclass
@@ -181,7 +191,8 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         if retired.keys != wanted:  # only the call that retires the turns writes a summary
             conn.rollback()
             return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
-        summary_id = "summary-" + hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
+        digest = hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
+        summary_id = store.SUMMARY_ID_PREFIX + digest
         first = kept[0]
         turn = store.NewTurn(
             org=inp.org,

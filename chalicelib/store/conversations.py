@@ -515,6 +515,19 @@ def delete_thread(
     }
 
 
+# A compaction summary: a system turn under the id compaction gives it, whose metadata lists
+# the turns it replaced. A client's metadata naming `compacted_from` makes no other turn one.
+SUMMARY_ID_PREFIX = "summary-"
+
+
+def summary_row(alias: str) -> str:
+    """SQL true for a row of `alias` that is a compaction summary."""
+    return (
+        f"({alias}.role = 'system' AND starts_with({alias}.msg_id, '{SUMMARY_ID_PREFIX}')"
+        f" AND jsonb_typeof({alias}.metadata -> 'compacted_from') = 'array')"
+    )
+
+
 # A live copy holds an embedding row when it is a turn search indexes (user, assistant, or a
 # compaction summary) and its first 2,048 characters are the row's text. A row of exactly 240
 # characters (an earlier build's cut, or a turn of that length) is held by a copy whose first
@@ -523,7 +536,7 @@ def delete_thread(
 HOLDS_EMBEDDING = (
     "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
     " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
-    " AND (h.role IN ('user', 'assistant') OR h.metadata ? 'compacted_from')"
+    f" AND (h.role IN ('user', 'assistant') OR {summary_row('h')})"
     " AND CASE WHEN length(e.text) = 240 THEN EXISTS (SELECT 1 FROM loom.conversations o"
     "  WHERE o.org = e.org AND o.namespace = e.namespace AND o.thread_id = e.thread_id"
     "  AND o.msg_id = e.msg_id AND o.agent = e.agent"
@@ -614,9 +627,9 @@ def window_state(
     summarised = False
     if gone:
         row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM loom.conversations WHERE org = %s AND namespace = %s"
-            " AND thread_id = %s AND tombstoned_at IS NULL"
-            " AND metadata -> 'compacted_from' ?| %s::text[])",
+            "SELECT EXISTS (SELECT 1 FROM loom.conversations c WHERE org = %s AND namespace = %s"
+            f" AND thread_id = %s AND tombstoned_at IS NULL AND {summary_row('c')}"
+            " AND c.metadata -> 'compacted_from' ?| %s::text[])",
             (org, namespace, thread_id, gone),
         ).fetchone()
         summarised = bool(row and row[0])

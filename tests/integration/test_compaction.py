@@ -122,6 +122,43 @@ def test_the_oldest_turns_become_one_summary_and_the_originals_retire(t, deps, p
     assert not set(t.hit_ids(content(0))) & set(ids[:10])
 
 
+@pytest.mark.parametrize(
+    ("role", "msg_id", "compacted_from"),
+    [
+        ("user", "m03", ["m00", "m01"]),  # a user turn naming turns of the window
+        ("user", "m03", 5),  # not a list at all
+        ("user", "m03", [["m00"]]),  # a list of lists
+        ("system", "m03", ["m00", "m01"]),  # a client's system turn, not under a summary id
+        ("system", "summary-x", [1, 2]),  # a summary id, but not a list of msg_ids
+    ],
+)
+def test_a_clients_metadata_naming_compacted_from_makes_no_summary(
+    t, deps, pool, org, role, msg_id, compacted_from
+):
+    """GIVEN a thread of 20 turns where one turn of the window (m03) was appended by the client
+    with metadata naming `compacted_from`, but is not a summary compaction wrote
+    WHEN a writer compacts it (keep_recent 10)
+    THEN it answers compacted: m03 is summarised like any turn (its text reaches the
+    summarizer and it is listed in the new summary's compacted_from), never retired unread,
+    and no other turn is either.
+    """
+    ids = []
+    for i in range(20):
+        kw = {}
+        if i == 3:
+            kw = {"msg_id": msg_id, "metadata": {"compacted_from": compacted_from}}
+        turn_role = role if i == 3 else ("user", "assistant")[i % 2]
+        ids.append(t.append("th", content(i), role=turn_role, **kw)["msg_id"])
+    llm = scripted(deps, SUMMARY)
+    out = compacted(t)
+
+    assert (out["compacted"], out["messages_summarized"]) == (True, 10), out
+    ((_, prompt),) = llm.prompts
+    assert all(content(i) in prompt for i in range(10))
+    summary = listed(t)[0]
+    assert summary["metadata"]["compacted_from"] == ids[:10]
+
+
 def test_fewer_new_turns_than_min_to_compact_are_left_alone(t, deps, pool, org):
     """GIVEN a thread of 13 turns (3 before the last 10)
     WHEN a writer compacts it with min_to_compact 4

@@ -26,6 +26,12 @@ def clear_policy(conn: Connection, org: str, namespace: str) -> bool:
 
 
 def namespace_policy_count(conn: Connection, org: str) -> int:
+    """How many namespace policies the org holds, counted under a lock on the org's policies
+    held to the end of the transaction: two sets at once count one after the other, so the
+    cap holds."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 3))", (f"extraction_policy\x1f{org}",)
+    )
     row = conn.execute(
         "SELECT count(*) FROM loom.extraction_policies WHERE org = %s AND namespace <> ''",
         (org,),

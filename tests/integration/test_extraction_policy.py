@@ -3,12 +3,19 @@ of the extraction system prompt, and the 503 when the policies could not be read
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
 
+from chalicelib.auth import local_caller
 from chalicelib.deps import Deps, set_deps
+from chalicelib.errors import ConflictError
+from chalicelib.registry import call
+from chalicelib.store import extraction_policies
 from tests.conftest import make_settings
 from tests.integration.test_memory_support import (
     NS,
@@ -191,6 +198,38 @@ def test_one_namespace_policy_more_than_the_cap_is_refused(m, pool):
 
         _clear(m, "namespace", "ns-2")
         assert _set(m, "C", scope="namespace", namespace="ns-3")[0] == 200
+
+
+def test_two_namespace_policies_set_at_once_keep_the_cap(m, deps, pool, monkeypatch):
+    """GIVEN extraction_policy_max_namespaces set live to 1, no namespace policy yet, and each
+    set held for a moment once it has counted the org's namespace policies
+    WHEN two namespaces' policies are set at once
+    THEN one is stored and the other refused (409): the second counts after the first commits.
+    """
+    counted = threading.Barrier(2)
+    count = extraction_policies.namespace_policy_count
+
+    def slow_count(conn, org):
+        n = count(conn, org)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            counted.wait(timeout=1.0)  # both counts at once, unless one waits on the other
+        return n
+
+    monkeypatch.setattr(extraction_policies, "namespace_policy_count", slow_count)
+
+    def set_policy(namespace: str) -> str:
+        body = {"scope": "namespace", "namespace": namespace, "policy": "P"}
+        try:
+            call("extraction_policy.set", body, local_caller(m.org), deps)
+        except ConflictError:
+            return "refused"
+        return "stored"
+
+    with live_setting(pool, extraction_policy_max_namespaces="1"):
+        with ThreadPoolExecutor(2) as runner:
+            answers = list(runner.map(set_policy, ["ns-a", "ns-b"]))
+        assert sorted(answers) == ["refused", "stored"]
+        assert len(_get(m)["namespace_policies"]) == 1
 
 
 def test_the_policy_ends_the_system_prompt_after_the_requests_instructions(m, deps):

@@ -3,9 +3,14 @@ the hash-only audit row."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from chalicelib.memory_writer import Entry, write_entries
+from chalicelib.store import memories
 from tests.integration.test_memory_support import (
     NS,
     NS2,
@@ -323,3 +328,52 @@ def test_one_write_naming_a_key_again_answers_each_entry_from_the_row_just_writt
     expected = "Another value." if third[0] == "updated" else "The first value."
     assert rows["k/a"]["value"] == expected
     assert (rows["k/b"]["value"], rows["k/b"]["locked"]) == ("A locked value.", True)
+
+
+def test_two_first_writes_of_one_key_take_turns(m, deps, pool, monkeypatch):
+    """GIVEN an empty namespace, and each write held for a moment once it has read the rows of
+    its keys
+    WHEN an explicit set and an extraction (value updates off) write one new key at once, with
+    different values
+    THEN they take turns: one creates version 1 and the other gets its verdict from that row
+    (an extraction's different value is a conflict, an explicit set's is version 2); the live
+    row and its history agree.
+    """
+    read = threading.Barrier(2)
+    lock_rows = memories.lock_rows
+
+    def slow_lock_rows(*a, **kw):
+        rows = lock_rows(*a, **kw)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            read.wait(timeout=1.0)  # both reads at once, unless one waits on the other
+        return rows
+
+    monkeypatch.setattr(memories, "lock_rows", slow_lock_rows)
+
+    def write(source_value):
+        source, value = source_value
+        (out,) = write_entries(
+            deps,
+            org=m.org,
+            namespace=NS,
+            user_id="-",
+            entries=[Entry(key="user/home_city", value=value)],
+            source=source,
+            value_updates=False,
+        )
+        return source, out.conflict_verdict, out.version
+
+    with ThreadPoolExecutor(2) as runner:
+        answers = sorted(
+            runner.map(
+                write,
+                [("set", "The user lives in Lisbon."), ("extraction", "The user lives in Porto.")],
+            )
+        )
+    assert answers in (
+        [("extraction", "conflict", 1), ("set", "created", 1)],
+        [("extraction", "created", 1), ("set", "updated", 2)],
+    ), answers
+    live = [r for r in memory_rows(pool, m.org, NS) if r["key"] == "user/home_city"]
+    history = version_rows(pool, m.org, "user/home_city")
+    assert [(live[0]["version"], live[0]["value"])] == [history[-1][:2]]

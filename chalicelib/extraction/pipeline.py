@@ -141,16 +141,24 @@ def run_pipeline(run: Run, names: list[str] | None) -> None:
             continue
         started = time.perf_counter()
         try:
-            fn(run)
-        except ExtractionFailedError:
-            raise
-        except LoomError as exc:
-            if name == "loom.llm_extract":
-                raise ExtractionFailedError(exc.message) from exc
-            run.pipeline_errors.append(f"{name}:{exc.message[:200]}")
-        except Exception as exc:
-            if name == "loom.llm_extract":
-                raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
-            run.pipeline_errors.append(f"{name}:{type(exc).__name__}")
+            run_step(run, name, fn)
         finally:
             run.stage_ms[f"step.{name}"] = round((time.perf_counter() - started) * 1000, 2)
+
+
+def run_step(run: Run, name: str, fn: Step) -> None:
+    """One step of a run: the extraction call fails closed (502 EXTRACTION_FAILED); any other
+    step's failure is named in pipeline_errors, its own writes rolled back, and the run goes
+    on."""
+    try:
+        fn(run)
+    except ExtractionFailedError:
+        raise
+    except LoomError as exc:
+        if name == "loom.llm_extract":
+            raise ExtractionFailedError(exc.message) from exc
+        run.pipeline_errors.append(f"{name}:{exc.message[:200]}")
+    except Exception as exc:
+        if name == "loom.llm_extract":
+            raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
+        run.pipeline_errors.append(f"{name}:{type(exc).__name__}")

@@ -17,6 +17,7 @@ from chalicelib.extraction.pipeline import (
     check_steps,
     is_coding_capture,
     run_pipeline,
+    run_step,
 )
 from chalicelib.extraction.records import extract_record
 from chalicelib.memory_writer import Entry, mint_key, write_entries
@@ -151,15 +152,19 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     forgotten: list[str] = []
     # The turns are stored once the extraction call has answered: a 502 EXTRACTION_FAILED
     # (raised from the model call, before any write) leaves nothing stored.
+    # What follows the extraction fails open like the pipeline's steps: a write the database
+    # refuses (a digest key too wide for its index) is named in pipeline_errors, and what the
+    # earlier steps wrote stands.
     if inp.record_schema is not None:
         stubbed = extract_record(run, inp.record_schema, inp.memory_key)
-        _store_evidence(run, now)
+        run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now))
     else:
         run_pipeline(run, inp.pipeline_steps)
-        _store_evidence(run, now)
-        _link_evidence(run)
-        forgotten = _forget(run)
-        _write_digest_and_chunks(run, now)
+        run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now))
+        if run.evidence_ids:
+            run_step(run, "loom.link_evidence", _link_evidence)
+        run_step(run, "loom.forget", lambda r: forgotten.extend(_forget(r)))
+        run_step(run, "loom.session_digest", lambda r: _write_digest_and_chunks(r, now))
     with deps.pool.connection() as conn:
         record_drops(conn, run.org, run.namespace, run.drops, run.user_id)
         # An erasure of this user that ran while the model answered ran before these writes:

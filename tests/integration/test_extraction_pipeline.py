@@ -207,3 +207,33 @@ def test_a_drop_after_the_write_leaves_each_memory_linked_to_its_own_turn(m, dep
     for key, turn in (("user/home_city", 0), ("user/activity", 1)):
         ev = m.ok("memory.evidence", as_="viewer", key=key)["turns"]
         assert [t["content"] for t in ev] == [said[turn]["content"]], key
+
+
+def test_a_digest_the_database_refuses_fails_open_after_the_facts(m, deps, pool):
+    """GIVEN a stored memory the transcript asks to forget, and a namespace, user and session
+    id of 256 four-byte characters each: the digest key `digest:<session_id>` is too wide for
+    the memories index
+    WHEN an extraction writes a fact, forgets the old memory and drafts a digest
+    THEN it answers 200: the fact is written, the old memory forgotten and the turns stored as
+    evidence, and the digest's refusal is named in pipeline_errors (a step after the
+    extraction call fails open, as the pipeline's own do).
+    """
+    # Four-byte characters that do not repeat, so the index cannot compress the key.
+    ns, user, session = ("".join(chr(0x20000 + 997 * i + k) for i in range(256)) for k in range(3))
+    m.ok("memory.set", namespace=ns, user_id=user, key="user/old_job", value="Works at Acme.")
+    scripted(
+        deps,
+        reply(
+            fact("user", "home city", "The user lives in Lisbon."),
+            forget=[{"subject": "user", "attribute": "old job", "text": ""}],
+            digest="The user moved to Lisbon and asked to forget the old job.",
+        ),
+    )
+    out = m.extract_ok(SAID, namespace=ns, user_id=user, session_id=session)
+
+    assert [e.split(":", 1)[0] for e in out["pipeline_errors"]] == ["loom.session_digest"]
+    assert verdicts(out) == {"user/home_city": "created"}
+    assert out["forgotten_keys"] == ["user/old_job"]
+    assert out["evidence_ids"] and len(evidence_rows(pool, m.org)) == len(SAID)
+    live = {r["key"] for r in memory_rows(pool, m.org) if r["retired_at"] is None}
+    assert live == {"user/home_city"}

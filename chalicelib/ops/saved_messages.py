@@ -219,21 +219,23 @@ class UnsaveOutput(OpOutput):
 )
 def unsave_message(inp: UnsaveInput, ctx: OpContext) -> UnsaveOutput:
     """Withdraw a saved message: the flag goes; the turn goes too where the namespace does not
-    record, since it existed only because of the save. Never says who else saved it."""
+    record and the row existed only because of the save (a turn the transcript recorded stays,
+    even once recording is off). Never says who else saved it."""
     key = (inp.org, inp.namespace, inp.conversation_id)
     removed = False
     with ctx.deps.pool.connection() as conn:
         take_thread_lease(conn, *key)
-        agent = store.unflag_saved(conn, *key, inp.message_id, inp.user_id)
-        if agent is not None:
-            removed = not conversation_logging_enabled(conn, inp.org, inp.namespace)
+        unflagged = store.unflag_saved(conn, *key, inp.message_id, inp.user_id)
+        if unflagged is not None:
+            agent, saved_only = unflagged
+            removed = saved_only and not conversation_logging_enabled(conn, inp.org, inp.namespace)
             if removed:
                 store.remove_turn(conn, *key, agent, inp.message_id)
             store.withdraw_embedding(conn, *key, inp.message_id, tombstone=removed)
     return UnsaveOutput(
         conversation_id=inp.conversation_id,
         message_id=inp.message_id,
-        found=agent is not None,
+        found=unflagged is not None,
         removed=removed,
         ts=ctx.deps.clock(),
     )

@@ -42,12 +42,12 @@ def find_copy(
 
 
 def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
-    """A message the transcript does not hold; the primary key is its deduplication token, so
-    two concurrent saves store one row."""
+    """A message the transcript does not hold, there only because it is saved; the primary key
+    is its deduplication token, so two concurrent saves store one row."""
     conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
-        " user_id, ts, is_saved, saved_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), true, clock_timestamp())"
+        " user_id, ts, is_saved, saved_at, saved_only) VALUES"
+        " (%s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), true, clock_timestamp(), true)"
         " ON CONFLICT DO NOTHING",
         (
             turn.org,
@@ -135,15 +135,16 @@ def flag_embedding(
 
 def unflag_saved(
     conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, user: str
-) -> str | None:
-    """Clear this user's saved flag on the transcript row; the copy's agent, or None."""
+) -> tuple[str, bool] | None:
+    """Clear this user's saved flag on the transcript row: the copy's agent and whether the row
+    exists only because it was saved; None when the user had not saved it."""
     row = conn.execute(
         "UPDATE loom.conversations SET is_saved = false, saved_at = NULL, saved_tsv = NULL,"
         " saved_len = NULL WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s"
-        " AND user_id = %s AND is_saved AND tombstoned_at IS NULL RETURNING agent",
+        " AND user_id = %s AND is_saved AND tombstoned_at IS NULL RETURNING agent, saved_only",
         (org, namespace, thread_id, msg_id, user),
     ).fetchone()
-    return row[0] if row else None
+    return (row[0], row[1]) if row else None
 
 
 def withdraw_embedding(

@@ -362,6 +362,24 @@ def test_unsave_in_a_non_recording_namespace_removes_the_turn(t, pool, org):
     assert search_saved(t, "harbour dawn", namespace=OFF_NS) == []
 
 
+def test_unsave_keeps_a_recorded_turn_after_recording_is_switched_off(t, pool, org):
+    """GIVEN a turn recorded while the namespace recorded, saved by u1, then recording switched
+    off
+    WHEN u1 unsaves it
+    THEN found true, removed false: the turn stays in the transcript (the owner chose to record
+    it; it did not exist only because of the save) with its embedding row live, unflagged.
+    """
+    t.append("c1", "the harbour opens at dawn", msg_id="m1")
+    save(t, "c1", "m1")
+    t.set_logging(NS, False)
+    out = unsave(t, "c1", "m1")
+    assert (out["found"], out["removed"]) == (True, False)
+    (row,) = transcript(pool, org, "m1")
+    assert not row["is_saved"] and row["tombstoned_at"] is None
+    (vec,) = vectors(pool, org, "m1")
+    assert not vec["is_saved"] and vec["tombstoned_at"] is None
+
+
 def test_unsave_of_a_message_never_saved_or_saved_by_another_user_is_not_found(t, pool, org):
     """GIVEN a recorded turn nobody saved and a message u2 saved
     WHEN u1 unsaves each (and an id nothing holds)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -22,12 +24,10 @@ def test_migrations_are_safe_to_run_twice(database_url, pool):
         assert is_migrated(conn)
 
 
-def test_the_blend_migration_replaces_each_dimensions_context_index(database_url):
-    """GIVEN a database migrated to 0016 whose vectors of dimensions 8 and 16 have the HNSW
-    indexes that version made (over turns alone and over context vectors alone)
-    WHEN the later migrations run
-    THEN each dimension's context index is gone and a blend index (the sum of both vectors)
-    stands beside its index over turns alone."""
+@contextmanager
+def migrated_to(database_url: str, version: int) -> Iterator[str]:
+    """A database of its own migrated up to `version` (as a server of that version left it),
+    dropped afterwards: its URL."""
     name = f"loom_upgrade_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -35,17 +35,31 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE SCHEMA loom")
-            for _, path in (f for f in migration_files() if f[0] <= 16):
+            for _, path in (f for f in migration_files() if f[0] <= version):
                 conn.execute(path.read_text())
             conn.execute(
                 "CREATE TABLE loom.schema_migrations (version int PRIMARY KEY, name text NOT NULL,"
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            for version, path in migration_files():
-                if version <= 16:
+            for v, path in migration_files():
+                if v <= version:
                     conn.execute(
-                        "INSERT INTO loom.schema_migrations VALUES (%s, %s)", (version, path.name)
+                        "INSERT INTO loom.schema_migrations VALUES (%s, %s)", (v, path.name)
                     )
+        yield url
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}"')
+
+
+def test_the_blend_migration_replaces_each_dimensions_context_index(database_url):
+    """GIVEN a database migrated to 0016 whose vectors of dimensions 8 and 16 have the HNSW
+    indexes that version made (over turns alone and over context vectors alone)
+    WHEN the later migrations run
+    THEN each dimension's context index is gone and a blend index (the sum of both vectors)
+    stands beside its index over turns alone."""
+    with migrated_to(database_url, 16) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
             for dim in (8, 16):
                 for prefix, column in (
                     ("conversation_embeddings_hnsw", "embedding"),
@@ -72,9 +86,6 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
             (made,) = conn.execute(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'conversation_blend_hnsw_24'"
             ).fetchone()
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}"')
     assert sorted(indexes) == [
         "conversation_blend_hnsw_16",
         "conversation_blend_hnsw_8",
@@ -83,6 +94,39 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
     ]
     assert "(embedding + context_embedding))::vector(8)" in indexes["conversation_blend_hnsw_8"]
     assert made.replace("24", "8") == indexes["conversation_blend_hnsw_8"]
+
+
+def test_rows_saved_before_provenance_was_kept_are_saved_only_where_nothing_records(
+    database_url,
+):
+    """GIVEN a database migrated to 0017 holding saved rows in a namespace that records and in
+    one that does not, and an unsaved row in the one that does not
+    WHEN the later migrations run
+    THEN only the saved row where nothing records is taken as there only because of its save
+    (its unsave removes it, as it did); the others are not."""
+    with migrated_to(database_url, 17) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO loom.namespaces (org, namespace, conversation_logging_enabled)"
+                " VALUES ('o', 'on', true), ('o', 'off', false)"
+            )
+            conn.execute(
+                "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role,"
+                " content, is_saved, ts) VALUES"
+                " ('o', 'on', 't', 'a', 'saved-on', 'user', 'x', true, now()),"
+                " ('o', 'off', 't', 'a', 'saved-off', 'user', 'x', true, now()),"
+                " ('o', 'nowhere', 't', 'a', 'saved-nowhere', 'user', 'x', true, now()),"
+                " ('o', 'off', 't', 'a', 'plain-off', 'user', 'x', false, now())"
+            )
+        assert "0018_saved_only_rows.sql" in migrate(url)
+        with psycopg.connect(url) as conn:
+            rows = dict(conn.execute("SELECT msg_id, saved_only FROM loom.conversations"))
+    assert rows == {
+        "saved-on": False,
+        "saved-off": True,
+        "saved-nowhere": True,  # a namespace with no row does not record
+        "plain-off": False,
+    }
 
 
 @pytest.fixture

@@ -64,13 +64,18 @@ def check_origin(headers: Mapping[str, str], deps: Deps, *, mcp: bool) -> None:
     """Refuse what a web page of another site could send, or a name rebound to this machine.
 
     With LOOM_AUTH=off no token stands between a browser and the API, so the request must
-    name a loopback host and come from no other web origin. With tokens, a page cannot send
-    one across origins anyway; MCP still asks every server to check Origin (403 when foreign).
+    name a loopback host and come from no other web origin: a page's Origin must be this
+    server's own (host and port), since a page served on another port of this machine is
+    another origin. With tokens, a page cannot send one across origins anyway; MCP still asks
+    every server to check Origin (403 when foreign).
     """
     host, origin = _header(headers, "host"), _header(headers, "origin")
     if deps.settings.auth == "off":
         foreign_host = host is not None and _hostname(host) not in _LOOPBACK
-        foreign_origin = origin is not None and _hostname(_netloc(origin)) not in _LOOPBACK
+        foreign_origin = origin is not None and (
+            _hostname(_netloc(origin)) not in _LOOPBACK
+            or (host is not None and _netloc(origin) != host.lower())
+        )
         if foreign_host or foreign_origin:
             raise ForbiddenError(
                 "LOOM_AUTH=off serves this machine only: a request must be sent to localhost,"

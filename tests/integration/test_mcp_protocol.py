@@ -82,6 +82,9 @@ def _memories(pool, org: str) -> int:
 FOREIGN = [
     {"Origin": "http://evil.example", "Host": "127.0.0.1:7777"},
     {"Origin": "null", "Host": "127.0.0.1:7777"},
+    # A page on another port of this machine is another origin.
+    {"Origin": "http://localhost:9999", "Host": "localhost:7777"},
+    {"Origin": "http://127.0.0.1:9999", "Host": "127.0.0.1:7777"},
     {"Host": "rebound.evil.example:7777"},  # a DNS name rebound to 127.0.0.1
     {"Origin": "http://rebound.evil.example:7777", "Host": "rebound.evil.example:7777"},
 ]

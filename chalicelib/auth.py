@@ -84,6 +84,12 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
         row = find_live_token(conn, hash_token(token))
     if row is None:
         raise UnauthorizedError("unknown or revoked token")
+    if row["read_user_id"] is not None and not pinnable(row["read_user_id"]):
+        # Minted before such pins were refused: it would act on rows of no one user.
+        raise UnauthorizedError(
+            "this token is pinned to a user id that names no one user; revoke it and mint one"
+            " with --read-user-id set to the user"
+        )
     return Caller(
         org=row["org"],
         role=row["role"],
@@ -105,6 +111,17 @@ def check_name(option: str, value: str) -> None:
         ) from None
 
 
+def pinnable(user_id: str) -> bool:
+    """Whether a token may act for this user only: a user id naming one user. "-" names the
+    namespace's shared rows, "*" every user and "" none; "~" splits brief keys."""
+    return (
+        0 < len(user_id) <= 256
+        and user_id not in ("-", "*")
+        and "~" not in user_id
+        and "\x00" not in user_id
+    )
+
+
 def mint_token(
     deps: Deps,
     *,
@@ -122,6 +139,12 @@ def mint_token(
         raise BadRequestError(f"read scope must be one of {', '.join(READ_SCOPES)}")
     if read_user_id and read_scope != "own_user":
         raise BadRequestError("--read-user-id needs --read-scope own_user")
+    if read_user_id is not None and not pinnable(read_user_id):
+        shown = read_user_id if len(read_user_id) <= 40 else read_user_id[:40] + "..."
+        raise BadRequestError(
+            f"--read-user-id {shown!r} names no one user: use 1-256 characters without ~,"
+            " and not - (the shared rows) or * (every user)"
+        )
     check_name("--org", org)
     if namespace is not None:
         check_name("--namespace", namespace)

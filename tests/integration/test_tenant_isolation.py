@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from chalicelib.auth import mint_token
+from chalicelib.auth import hash_token, mint_token
 from chalicelib.registry import registered
+from chalicelib.store.tokens import insert_token
 
 SEED = 14
 STEPS = 220
@@ -161,3 +162,32 @@ def test_every_op_refuses_a_call_without_a_live_token_in_the_json_error_shape(ap
         status, out, _ = api.raw(name, b'{"org": "x", "namespace": "y"}', token=token)
         assert status == 401, (name, status, out)
         assert set(out) == {"error"} and out["error"]["code"] == "unauthorized", (name, out)
+
+
+def test_a_token_pinned_to_no_one_user_is_refused(api, deps, pool, org):
+    """GIVEN a shared memory row ("-") a namespace-wide writer wrote, and a token minted before
+    pins naming no one user were refused, pinned to "-" (the shared rows)
+    WHEN that token writes and deletes the shared row's key
+    THEN each call answers 401 and the shared row is as the writer left it.
+    """
+    writer = mint_token(deps, org=org, role="writer", namespace="ns")
+    body = {"namespace": "ns", "agent": "a", "key": "team/policy", "value": "Ship on Fridays."}
+    assert api.post("memory.set", token=writer, **body)[0] == 200
+    pinned = "loom_pinned-to-the-shared-rows"
+    with pool.connection() as conn:
+        insert_token(
+            conn,
+            token_hash=hash_token(pinned),
+            org=org,
+            role="writer",
+            namespace="ns",
+            read_scope="own_user",
+            read_user_id="-",
+            subject="old-pin",
+        )
+    key = {"namespace": "ns", "agent": "a", "key": "team/policy"}
+    for op, sent in (("memory.set", {**key, "value": "Never ship."}), ("memory.delete", key)):
+        status, out = api.post(op, token=pinned, **sent)[:2]
+        assert status == 401 and out["error"]["code"] == "unauthorized", (op, out)
+    got = api.post("memory.get", token=writer, namespace="ns", agent="a", key="team/policy")[1]
+    assert got["memory"]["value"] == "Ship on Fridays."

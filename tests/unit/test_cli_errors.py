@@ -162,6 +162,16 @@ def test_token_mint_refuses_names_no_op_accepts(capsys, flags, option):
     assert len(err) < 200  # a 3,000-character name is not echoed whole
 
 
+@pytest.mark.parametrize("pin", ["-", "*", "", "a~b", "u" * 257])
+def test_token_mint_refuses_a_pin_naming_no_one_user(capsys, pin):
+    code, err = run(
+        capsys, "token", "mint", "--role", "writer", "--org", "acme", "--namespace", "ns",
+        "--read-scope", "own_user", "--read-user-id", pin,
+    )  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: --read-user-id ") and "names no one user" in err
+
+
 # 9. `loom drops --hours`.
 
 

@@ -97,11 +97,24 @@ def wrong_method(name: str) -> Answer:
     return 405, {"error": {"code": "method_not_allowed", "message": message}}, {"Allow": "POST"}
 
 
+IGNORED_HEADER_MAX_CHARS = 4096  # far under the 64 KiB line that http.client refuses
+
+
 def ignored_header(names: list[str]) -> str:
     """The ignored field names as a header value: each percent-encoded, so a name with a line
     break, a comma or a character outside ASCII can neither break the response nor add a header
-    (the body's `ignored_args` keeps them as sent)."""
-    return ",".join(quote(name, safe="") for name in names)
+    (the body's `ignored_args` keeps them as sent). The names that fit in
+    IGNORED_HEADER_MAX_CHARS, then "..." when some did not: a header line too long for a
+    client to read would lose it the answer to a request that was served."""
+    shown: list[str] = []
+    used = 0
+    for name in names:
+        encoded = quote(name, safe="")
+        if used + len(encoded) + 1 > IGNORED_HEADER_MAX_CHARS - len(",..."):
+            return ",".join([*shown, "..."])
+        shown.append(encoded)
+        used += len(encoded) + 1
+    return ",".join(shown)
 
 
 def health(deps: Deps) -> Answer:

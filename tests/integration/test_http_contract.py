@@ -35,6 +35,21 @@ def test_unknown_fields_are_served_and_named(api, deps, org):
     assert headers["X-Loom-Ignored-Args"] == "colour,zz"
 
 
+def test_a_huge_unknown_field_name_leaves_the_header_short(api, deps, org):
+    """GIVEN unknown fields "colour", one named with 70,000 characters, and "zz"
+    WHEN they are sent
+    THEN the answer is a 200 whose ignored_args names all three as sent, and whose header names
+    those that fit in 4,096 characters, then "..." (a longer line breaks clients that would
+    otherwise lose the answer to a served request)."""
+    token = mint_token(deps, org=org, role="viewer")
+    huge = "x" * 70_000
+    raw = json.dumps({"colour": "red", huge: 1, "zz": 1})
+    status, body, headers = api.raw("system.whoami", raw, token=token)
+    assert status == 200
+    assert body["ignored_args"] == ["colour", huge, "zz"]
+    assert headers["X-Loom-Ignored-Args"] == "colour,..."
+
+
 def test_missing_token_is_401_when_auth_is_on(api):
     status, body = api.post("system.whoami")
     assert status == 401

@@ -102,7 +102,7 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
 
 def check_name(option: str, value: str) -> None:
     """Refuse an org or namespace name no op accepts (a token bound to it could never work)."""
-    from chalicelib.ops.common import is_name
+    from chalicelib.names import is_name
 
     if not is_name(value):
         shown = value if len(value) <= 40 else value[:40] + "..."

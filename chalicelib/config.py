@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from chalicelib.names import is_name
+
 # Settings that shape the process itself: read once at start, never from the database.
 BOOT_ONLY = frozenset(
     {
@@ -164,6 +166,14 @@ class Settings(BaseSettings):
 
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
+
+    @field_validator("org")
+    @classmethod
+    def _org_name(cls, org: str) -> str:
+        """Refuse at start an org no op accepts: with LOOM_AUTH=off every call runs as it."""
+        if not is_name(org):
+            raise ValueError("an org is 1-256 characters, no spaces")
+        return org
 
     @field_validator("database_url")
     @classmethod

@@ -284,7 +284,7 @@ def _one(
 
 def _refused_name(query: Mapping[str, str]) -> str | None:
     """Why the namespace or agent a session is opened with could never be used, or None."""
-    from chalicelib.ops.common import is_name
+    from chalicelib.names import is_name
 
     for key in ("namespace", "agent"):
         value = query.get(key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -12,27 +11,9 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     StringConstraints,
-    TypeAdapter,
-    ValidationError,
 )
 
-# Names of orgs and namespaces: printable, no spaces, bounded.
-Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s\x00]+$")]
-
-
-@functools.cache
-def _names() -> TypeAdapter:
-    return TypeAdapter(Name)
-
-
-def is_name(value: str) -> bool:
-    """True when an op accepts this as an org, namespace or agent name."""
-    try:
-        _names().validate_python(value)
-    except ValidationError:
-        return False
-    return True
-
+from chalicelib.names import Name, is_name  # noqa: F401  (the ops' own name)
 
 Ident = Annotated[str, StringConstraints(max_length=256)]
 

@@ -67,6 +67,8 @@ def test_a_list_setting_reads_json_or_comma_separated_names(cli_env, value, expe
         ("LOOM_POOL_MAX_SIZE", "0", "LOOM_POOL_MAX_SIZE=0: Input should be greater than"),
         ("LOOM_AUTH", "maybe", "LOOM_AUTH=maybe: Input should be 'off' or 'tokens'"),
         ("LOOM_DATABASE_URL", "notaurl", "LOOM_DATABASE_URL: not a PostgreSQL URL"),
+        ("LOOM_ORG", "my org", "LOOM_ORG=my org: an org is 1-256 characters, no spaces"),
+        ("LOOM_ORG", "", "LOOM_ORG=: an org is 1-256 characters, no spaces"),
     ],
 )
 def test_a_bad_variable_is_named_in_one_line(cli_env, capsys, name, value, said):

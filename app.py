@@ -43,6 +43,11 @@ def healthz() -> Response:
     return _respond(web.health(get_deps()))
 
 
+@app.route("/healthz", methods=["POST", "PUT", "PATCH", "DELETE"], content_types=_BODY_TYPES)
+def healthz_wrong_method() -> Response:
+    return _respond(web.method_not_allowed("GET", "the health check is GET /healthz"))
+
+
 @app.route("/", methods=["GET"])
 def dashboard_page() -> Response:
     # The full path a client asked for (an API Gateway stage root such as /dev included).
@@ -73,9 +78,15 @@ def mcp_endpoint() -> Response:
     )
 
 
-@app.route("/mcp", methods=["GET", "DELETE"])
+@app.route("/mcp", methods=["GET", "DELETE", "PUT", "PATCH"], content_types=_BODY_TYPES)
 def mcp_no_stream() -> Response:
-    return Response(body="", status_code=405, headers={"Allow": "POST"})
+    # No server-sent event stream and no session to end: MCP's 405 for GET and DELETE.
+    return _respond(web.method_not_allowed("POST", "MCP messages are POSTed to /mcp"))
+
+
+@app.route("/v1", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], content_types=_BODY_TYPES)
+def no_op() -> Response:
+    return _respond(web.no_op_named())
 
 
 @app.route("/v1/{op_name}", methods=["POST"], content_types=_BODY_TYPES)

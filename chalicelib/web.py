@@ -93,8 +93,18 @@ def wrong_method(name: str) -> Answer:
     if name not in registered():
         unknown = UnknownOpError(f"no op named {name!r}; POST /v1/<op> with a registered op")
         return unknown.status, unknown.to_body(), {}
-    message = f"{name} is called with POST /v1/{name} and a JSON body"
-    return 405, {"error": {"code": "method_not_allowed", "message": message}}, {"Allow": "POST"}
+    return method_not_allowed("POST", f"{name} is called with POST /v1/{name} and a JSON body")
+
+
+def method_not_allowed(allow: str, message: str) -> Answer:
+    """405 in the contract's error shape, naming the method the path answers."""
+    return 405, {"error": {"code": "method_not_allowed", "message": message}}, {"Allow": allow}
+
+
+def no_op_named() -> Answer:
+    """/v1 itself: no op is named."""
+    unknown = UnknownOpError("no op named; POST /v1/<op> with a registered op")
+    return unknown.status, unknown.to_body(), {}
 
 
 IGNORED_HEADER_MAX_CHARS = 4096  # far under the 64 KiB line that http.client refuses

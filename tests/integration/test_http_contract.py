@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from chalicelib.auth import mint_token
 
 
@@ -73,6 +75,30 @@ def test_another_method_answers_in_the_contracts_error_shape(client):
         assert resp.headers["Allow"] == "POST"
         resp = getattr(client.http, method)("/v1/no.such_op")
         assert (resp.status_code, json.loads(resp.body)["error"]["code"]) == (404, "unknown_op")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code", "allow"),
+    [
+        ("post", "/healthz", 405, "method_not_allowed", "GET"),
+        ("delete", "/healthz", 405, "method_not_allowed", "GET"),
+        ("get", "/mcp", 405, "method_not_allowed", "POST"),
+        ("put", "/mcp", 405, "method_not_allowed", "POST"),
+        ("post", "/v1", 404, "unknown_op", None),
+        ("get", "/v1", 404, "unknown_op", None),
+    ],
+)
+def test_the_other_paths_answer_in_the_contracts_error_shape(
+    client, method, path, status, code, allow
+):
+    """GIVEN /healthz, /mcp and /v1 itself
+    WHEN each is reached by a method it does not answer (or /v1 names no op)
+    THEN it answers 405 naming the method it does answer, or 404 unknown_op, with the
+    contract's JSON error body (not the framework's)."""
+    resp = getattr(client.http, method)(path)
+    body = json.loads(resp.body)
+    assert (resp.status_code, body["error"]["code"]) == (status, code), body
+    assert resp.headers.get("Allow") == allow
 
 
 def test_a_json_body_is_read_whatever_media_type_labels_it(api, deps, org):

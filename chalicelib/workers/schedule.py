@@ -64,8 +64,13 @@ def scheduled_workers() -> list[ScheduledWorker]:
     ]
 
 
+RETRY_CADENCE_SECONDS = 60.0  # a worker's next pass when its cadence cannot be read
+
+
 def run_forever(deps: Deps, stop: threading.Event) -> None:
-    """Run each worker at its cadence until `stop` is set; a failing pass is logged, not fatal."""
+    """Run each worker at its cadence until `stop` is set; a failing pass is logged, not fatal,
+    and so is a cadence that cannot be read (its live setting, while the database is away):
+    the worker tries again a minute later."""
     workers = scheduled_workers()
     due = {w.name: 0.0 for w in workers}
     elapsed = 0.0
@@ -77,6 +82,11 @@ def run_forever(deps: Deps, stop: threading.Event) -> None:
                     logger.info("worker pass", extra={"worker": worker.name, "result": result})
                 except Exception:
                     logger.exception("worker pass failed", extra={"worker": worker.name})
-                due[worker.name] = elapsed + worker.every_seconds(deps)
+                try:
+                    every = worker.every_seconds(deps)
+                except Exception:
+                    logger.exception("worker cadence unread", extra={"worker": worker.name})
+                    every = RETRY_CADENCE_SECONDS
+                due[worker.name] = elapsed + every
         stop.wait(1.0)
         elapsed += 1.0

@@ -23,6 +23,7 @@ from chalicelib.extraction.records import extract_record
 from chalicelib.memory_writer import Entry, mint_key, write_entries
 from chalicelib.ops.common import Moment, OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
+from chalicelib.providers.queue import send_committed
 from chalicelib.registry import OpContext, op
 from chalicelib.store import erasure_jobs
 from chalicelib.store import evidence as evidence_store
@@ -234,7 +235,7 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
                 "chars": sum(len(m.content) for m in inp.messages),
             },
         )
-    ctx.deps.queue.send(queue_id)
+    send_committed(ctx.deps.queue, queue_id)
     out = SetFromMessagesOutput(
         written=[], deferred=True, deferred_by=deferred_by, queue_id=queue_id
     )

@@ -10,6 +10,7 @@ from pydantic import Field, StringConstraints
 from chalicelib.auth import Caller, ReadScope
 from chalicelib.errors import ForbiddenError
 from chalicelib.ops.common import AgentScoped, OpOutput
+from chalicelib.providers.queue import send_committed
 from chalicelib.registry import OpContext, op
 from chalicelib.store import extraction_queue as store
 from chalicelib.store.pool import read_connection
@@ -124,7 +125,7 @@ def extraction_retry_mine(inp: MineInput, ctx: OpContext) -> RetryOutput:
     with ctx.deps.pool.connection() as conn:
         requeued = store.request_retry(conn, failed, EXPIRED_DAYS)
     for queue_id in requeued:
-        ctx.deps.queue.send(queue_id)
+        send_committed(ctx.deps.queue, queue_id)
     done = set(requeued) | set(expired)
     return RetryOutput(
         requeued=[q for q in inp.queue_ids if q in requeued],

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from chalicelib.observability import logger
+
 SQS_MAX_DELAY = 900  # seconds; a longer wait is re-sent when the message arrives early
 
 
@@ -13,6 +15,22 @@ class JobQueue(Protocol):
     name: str
 
     def send(self, queue_id: str, delay_seconds: int = 0) -> None: ...
+
+
+def send_committed(queue: JobQueue, queue_id: str) -> bool:
+    """Send the message of a job whose row has committed; False when the send failed. A
+    failure is logged, not raised: the job is queued already, and resend_stranded sends it
+    again within minutes (an error answer would have the client queue it twice)."""
+    try:
+        queue.send(queue_id)
+    except Exception:
+        logger.warning(
+            "the job's message was not sent; it is sent again within minutes",
+            extra={"queue_id": queue_id},
+            exc_info=True,
+        )
+        return False
+    return True
 
 
 class SqsQueue:

@@ -20,7 +20,12 @@ from chalicelib.auth import local_caller, mint_token
 from chalicelib.providers.llm import LLMUnavailableError, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue, SqsQueue
 from chalicelib.registry import call
-from chalicelib.workers.extraction_queue import drain_due, expire_stale_jobs, process_job
+from chalicelib.workers.extraction_queue import (
+    drain_due,
+    expire_stale_jobs,
+    process_job,
+    resend_stranded,
+)
 from tests.conftest import Api, live_setting
 from tests.queue_worker import OneFactLLM
 
@@ -67,6 +72,35 @@ def test_defer_answers_at_once_and_sends_only_after_commit(deps, org, queue, poo
     assert queue.sent == [(out["queue_id"], 0)]
     assert _status(pool, out["queue_id"]) == ("pending", 0)
     assert _rows(pool, "SELECT count(*) FROM loom.memories WHERE org = %s", org) == [(0,)]
+
+
+class UnreachableQueue(FakeQueue):
+    def send(self, queue_id: str, delay_seconds: int = 0) -> None:
+        raise ConnectionError("the queue service is unreachable")
+
+
+def test_a_message_that_cannot_be_sent_still_answers_deferred_and_is_sent_later(deps, org, pool):
+    """GIVEN a queue whose sends fail (the service unreachable)
+    WHEN a deferred request is posted
+    THEN it answers deferred (never 500: the job is committed, and a client retrying an error
+    would queue it twice) with one pending job; once the queue answers again, the resend pass
+    sends the job that waited past five minutes."""
+    deps._queue = UnreachableQueue()
+    out = _defer(local_caller(org), deps, "sailing")
+    assert out["deferred"] and out["queue_id"]
+    assert _status(pool, out["queue_id"]) == ("pending", 0)
+    jobs = "SELECT count(*) FROM loom.memory_extraction_queue WHERE org = %s"
+    assert _rows(pool, jobs, org) == [(1,)]
+
+    deps._queue = FakeQueue()
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET not_before = now() - interval '6 minutes'"
+            " WHERE queue_id = %s",
+            (out["queue_id"],),
+        )
+    resend_stranded(deps)
+    assert (out["queue_id"], 0) in deps._queue.sent
 
 
 def test_allowlisted_agents_defer_but_explicit_false_and_typed_records_do_not(

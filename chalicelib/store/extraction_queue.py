@@ -151,6 +151,16 @@ def expire_old(conn: Connection, older_than_days: int) -> list[tuple[str, str, s
     return [(r[0], r[1], r[2]) for r in rows]
 
 
+def drop_past_ttl(conn: Connection, days: int) -> int:
+    """Remove the jobs queued more than `days` ago, whatever their status, with the request
+    (its transcript) each holds: the queue's TTL. How many went."""
+    return conn.execute(
+        "DELETE FROM loom.memory_extraction_queue"
+        " WHERE created_at < now() - make_interval(days => %s)",
+        (days,),
+    ).rowcount
+
+
 def statuses(
     conn: Connection,
     *,

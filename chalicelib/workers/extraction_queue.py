@@ -165,11 +165,13 @@ def drain_due(deps: Deps) -> dict[str, int]:
 
 
 def expire_stale_jobs(deps: Deps) -> int:
-    """A request still waiting a day before the queue's 30-day TTL is dropped, with a record."""
+    """A request still waiting a day before the queue's 30-day TTL is dropped, with a record;
+    a job past the TTL is removed, its transcript with it. The jobs dropped."""
     with deps.pool.connection() as conn:
         expired = store.expire_old(conn, TTL_DAYS - 1)
         for _, org, namespace in expired:
             record_drops(conn, org, namespace, [("extraction_queue", "expired", 1, "")])
+        store.drop_past_ttl(conn, TTL_DAYS)
     return len(expired)
 
 

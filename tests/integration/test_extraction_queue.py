@@ -347,6 +347,27 @@ def test_a_request_waiting_29_days_is_dropped_with_a_record(deps, org, queue, po
     assert ("expired",) in drops
 
 
+def test_a_job_past_the_30_day_ttl_is_removed_with_its_transcript(deps, org, queue, pool):
+    """GIVEN jobs done, failed and pending, each queued 31 days ago, and one queued today
+    WHEN the expiry pass runs
+    THEN the three old rows are gone (the TTL removes the transcript each request holds) and
+    today's job is untouched."""
+    caller = local_caller(org)
+    old = [_defer(caller, deps, w)["queue_id"] for w in ("alpha", "bravo", "charlie")]
+    fresh = _defer(caller, deps, "delta")["queue_id"]
+    with pool.connection() as conn:
+        for qid, status in zip(old, ("done", "failed", "pending"), strict=True):
+            conn.execute(
+                "UPDATE loom.memory_extraction_queue SET status = %s,"
+                " created_at = now() - interval '31 days' WHERE queue_id = %s",
+                (status, qid),
+            )
+    expire_stale_jobs(deps)
+    left = _rows(pool, "SELECT queue_id FROM loom.memory_extraction_queue WHERE org = %s", org)
+    assert left == [(fresh,)]
+    assert _status(pool, fresh) == ("pending", 0)
+
+
 def test_the_sqs_queue_sends_the_queue_id_only():
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")

@@ -42,14 +42,16 @@ def claim(
     `lease_until` is the claim's token: finish and retry_later act only while it holds. A
     running job whose lease expired lost its worker (killed, or out of time): taking it
     spends an attempt, and the one that uses up `max_attempts` ends it failed instead (the row
-    comes back with that status)."""
+    comes back with that status). `claimed_at` is when the request left the table: database
+    time."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "UPDATE loom.memory_extraction_queue SET" + CLAIM_SET + ""
             " WHERE queue_id = %(id)s AND ((status = 'pending' AND not_before <= clock_timestamp())"
             "  OR (status = 'running' AND lease_until < clock_timestamp()))"
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
-            " request, attempts, created_at, status, lease_until",
+            " request, attempts, created_at, status, lease_until,"
+            " clock_timestamp() AS claimed_at",
             {"max": max_attempts, "lease": lease_seconds, "lost": LOST_WORKER, "id": queue_id},
         ).fetchone()
 

@@ -20,8 +20,8 @@ from chalicelib.errors import LoomError, UnavailableError
 from chalicelib.observability import logger
 from chalicelib.providers.llm import LLMUnavailableError
 from chalicelib.providers.queue import SQS_MAX_DELAY
+from chalicelib.store import erasure_jobs, job_claims
 from chalicelib.store import extraction_queue as store
-from chalicelib.store import job_claims
 from chalicelib.store.extraction_support import record_drops
 
 BACKOFF_SECONDS = (15, 60, 300, 1800)  # after the 1st, 2nd, 3rd and later failed attempts
@@ -86,6 +86,7 @@ def process_job(deps: Deps, queue_id: str) -> str:
     try:
         out = call("memory.set_from_messages", body, caller, deps).body
     except Exception as exc:
+        _erase_again(deps, job)
         unreachable = _unreachable(exc)
         error = exc.message if isinstance(exc, LoomError) else f"{type(exc).__name__}: {exc}"
         base = UNREACHABLE_DELAY if unreachable else backoff(job["attempts"] + 1)
@@ -106,10 +107,25 @@ def process_job(deps: Deps, queue_id: str) -> str:
             deps.queue.send(queue_id, int(delay))
         logger.warning("deferred extraction failed", extra={"queue_id": queue_id, "error": error})
         return "retry" if status == "pending" else "failed"
+    _erase_again(deps, job)
     result = {"written": out["written"], "pipeline_errors": out["pipeline_errors"]}
     with deps.pool.connection() as conn:
         finished = store.finish(conn, queue_id, result, lease)
     return "done" if finished else _lost(queue_id)
+
+
+def _erase_again(deps: Deps, job: dict[str, Any]) -> None:
+    """An erasure of the job's user that finished after the claim took the request out of the
+    table ran before the replay wrote (the handler's own check starts later, once it runs):
+    it runs again, so nothing it erased comes back."""
+    with deps.pool.connection() as conn:
+        erasure_jobs.erase_again(
+            conn,
+            org=job["org"],
+            namespace=job["namespace"],
+            user_id=job["user_id"],
+            since=job["claimed_at"],
+        )
 
 
 def _lost(queue_id: str) -> str:

@@ -20,6 +20,7 @@ from chalicelib.auth import local_caller, mint_token
 from chalicelib.providers.llm import LLMUnavailableError, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue, SqsQueue
 from chalicelib.registry import call
+from chalicelib.workers.erasure import run_erasure_jobs
 from chalicelib.workers.extraction_queue import (
     drain_due,
     expire_stale_jobs,
@@ -366,6 +367,40 @@ def test_a_job_past_the_30_day_ttl_is_removed_with_its_transcript(deps, org, que
     left = _rows(pool, "SELECT queue_id FROM loom.memory_extraction_queue WHERE org = %s", org)
     assert left == [(fresh,)]
     assert _status(pool, fresh) == ("pending", 0)
+
+
+def test_an_erasure_between_the_claim_and_the_replay_runs_again(
+    deps, org, queue, pool, monkeypatch
+):
+    """GIVEN a deferred job for user u1, claimed by a worker, and an erasure of u1 that runs
+    and finishes once the claim has taken the request, before the replay starts writing (here:
+    while the replay reads the extraction policy)
+    WHEN the replay writes u1's fact and the erasure worker then runs
+    THEN the erasure runs again and u1 holds no live memory and no evidence: nothing it erased
+    comes back."""
+    qid = _defer(local_caller(org), deps, "lisbon")["queue_id"]
+    deps._llm = OneFactLLM(0)
+    policy = type(deps).extraction_policy
+    erased: list[dict] = []
+
+    def erase_first(self, o, n):
+        if not erased:
+            body = {"namespace": "q", "kind": "user", "user_id": "u1"}
+            erased.append(call("erasure.request", body, local_caller(org), deps).body)
+        return policy(self, o, n)
+
+    monkeypatch.setattr(type(deps), "extraction_policy", erase_first)
+    process_job(deps, qid)
+    monkeypatch.setattr(type(deps), "extraction_policy", policy)
+    assert erased and erased[0]["status"] == "done"
+    run_erasure_jobs(deps)
+    live = (
+        "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = 'u1'"
+        " AND retired_at IS NULL"
+    )
+    assert _rows(pool, live, org) == [(0,)]
+    evidence = "SELECT count(*) FROM loom.memory_evidence WHERE org = %s AND user_id = 'u1'"
+    assert _rows(pool, evidence, org) == [(0,)]
 
 
 def test_the_sqs_queue_sends_the_queue_id_only():

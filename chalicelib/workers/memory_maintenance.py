@@ -89,9 +89,10 @@ def extract_entities(deps: Deps) -> dict[str, int]:
 
 
 def embed_missing(deps: Deps) -> dict[str, int]:
-    """Embed rows left without a vector (a failed embed); text that reads as high is
-    withheld at write time and never appears here. A row the embedder refuses on its own is
-    skipped for REFUSED_RETRY_SECONDS, so the rows behind it are embedded."""
+    """Embed rows left without a vector (a failed embed). Text that reads as high is withheld
+    at write time; a row that reads as high only under a newer guard is set aside, as is one
+    the embedder refuses on its own (for REFUSED_RETRY_SECONDS), so the rows behind them are
+    embedded."""
     embedded = 0
     if not deps.live().embedding_worker_enabled:
         return {"embedded": embedded}
@@ -111,7 +112,9 @@ def embed_missing(deps: Deps) -> dict[str, int]:
             else:
                 plain.append((k, r))
         if not plain:
-            break
+            if len(fetched) < limit:
+                break
+            continue  # every row read was set aside (high text after a guard change): read on
         try:
             pairs = _embed(deps, [r for _, r in plain])
         except EmbedderError:

@@ -195,3 +195,36 @@ def test_a_row_rewritten_after_its_entities_were_read_is_read_again(deps, org, p
     worker.extract_entities(deps)
     assert _row(pool, org, "boss")[3] == ["Bob Stone"]
     _retire(pool, org)
+
+
+def test_a_full_batch_of_rows_that_read_as_high_does_not_stop_the_rows_behind_it(deps, org, pool):
+    """GIVEN a batch's worth (200) of the oldest rows without a vector whose text reads as high
+    under today's guard (written before it did), and one plain row behind them
+    WHEN the embedding_worker runs
+    THEN the plain row is embedded, and none of the high rows is."""
+    high = "my password=Hunter2Secret!x"
+    try:
+        with pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO loom.memories (org, namespace, user_id, key, value, content_hash,"
+                " updated_at) SELECT %s, 'm', '-', 'old/' || g, %s || g, md5(g::text),"
+                " now() - interval '1 day' - g * interval '1 second'"
+                " FROM generate_series(1, %s) g",
+                (org, high, worker.BATCH),
+            )
+            conn.execute(
+                "INSERT INTO loom.memories (org, namespace, user_id, key, value, content_hash)"
+                " VALUES (%s, 'm', '-', 'plain', 'The user likes tea', 'x')",
+                (org,),
+            )
+        worker.embed_missing(deps)
+        assert _row(pool, org, "plain")[1] == deps.embedder.dim
+        with pool.connection() as conn:
+            (embedded_high,) = conn.execute(
+                "SELECT count(*) FROM loom.memories WHERE org = %s AND key LIKE 'old/%%'"
+                " AND dim <> 0",
+                (org,),
+            ).fetchone()
+        assert embedded_high == 0
+    finally:
+        _retire(pool, org)

@@ -171,24 +171,25 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     from chalicelib.transcript_file import TranscriptError, parse_transcript, transcript_thread_id
 
     try:
-        text = Path(args.file).read_text(encoding="utf-8")
+        text = Path(args.file).read_text(encoding="utf-8-sig")  # a byte order mark is no text
         turns = parse_transcript(text)
     except (OSError, UnicodeDecodeError, TranscriptError) as exc:
         raise LoomError(f"cannot read {args.file}: {exc}") from exc
     if not turns:
         raise LoomError(f"{args.file} holds no turns with text; nothing was appended")
     thread_id = args.thread_id or transcript_thread_id(text)
-    if args.dry_run:
-        roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
-        print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
-        return 0
     from chalicelib.ops.transcript_ingest import check_turns, ingest_turns
 
     org = args.org or deps.settings.org
     try:  # the whole file first, so a refused turn leaves nothing half written
         check_turns(org, args.namespace, args.agent, thread_id, turns, args.user_id, args.run_id)
     except ValidationFailedError as exc:
-        raise LoomError(f"{args.file}: {exc.message}. Nothing was appended.") from exc
+        said = "A real run would append nothing." if args.dry_run else "Nothing was appended."
+        raise LoomError(f"{args.file}: {exc.message}. {said}") from exc
+    if args.dry_run:
+        roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
+        print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
+        return 0
     if args.url:
         counts = _ingest_over_http(args, thread_id, turns)
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))

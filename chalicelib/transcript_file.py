@@ -9,6 +9,7 @@ import re
 
 ROLES = ("user", "assistant", "system", "tool")
 _HEADING = re.compile(r"^#\s+(user|assistant|system|tool)\s*$", re.IGNORECASE)
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # Cursor wraps what the person typed in <user_query> tags.
 _USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.DOTALL)
 
@@ -43,13 +44,17 @@ def _parse_json_lines(text: str) -> list[tuple[str, str]]:
     """One object a line: {role, content}, or Cursor's {role, message: {content: [blocks]}}.
     Only text is a turn: a line with no text (a tool call, a tool result) is skipped."""
     turns = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 unescaped, which
+    # str.splitlines() would break a line at.
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except ValueError as exc:
             raise TranscriptError(f"line {n} is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise TranscriptError(f"line {n} nests too deeply to be a turn") from exc
         if not isinstance(item, dict):
             raise TranscriptError(f"line {n} is not a JSON object")
         role = str(item.get("role", "")).lower()
@@ -84,6 +89,8 @@ def _parse_json(text: str) -> list[tuple[str, str]]:
         items = json.loads(text)
     except ValueError as exc:
         raise TranscriptError(f"not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise TranscriptError("the JSON nests too deeply to be an array of turns") from exc
     if not isinstance(items, list):
         raise TranscriptError("a JSON transcript is an array of {role, content} objects")
     turns = []
@@ -98,11 +105,20 @@ def _parse_json(text: str) -> list[tuple[str, str]]:
 
 
 def _parse_markdown(text: str) -> list[tuple[str, str]]:
+    """`# user` / `# assistant` (or system, tool) headings start turns; a heading line inside
+    a fenced code block (``` or ~~~) is the turn's text, like a shell comment in a script."""
     turns: list[tuple[str, str]] = []
     role: str | None = None
     lines: list[str] = []
+    fence: str | None = None  # the open fence's marker
     for line in text.splitlines():
-        match = _HEADING.match(line)
+        marker = _FENCE.match(line)
+        if marker and (fence is None or marker.group(1)[0] == fence[0]):
+            if fence is None:
+                fence = marker.group(1)
+            elif len(marker.group(1)) >= len(fence) and not line.strip()[len(marker.group(1)) :]:
+                fence = None
+        match = None if fence is not None or marker else _HEADING.match(line)
         if match:
             if role is not None:
                 turns.append((role, "\n".join(lines).strip()))

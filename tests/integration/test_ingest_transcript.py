@@ -42,9 +42,39 @@ def test_markdown_sections_parse_in_order():
 
 
 def test_bad_files_are_refused_with_a_reason():
-    for text in ("just prose", '[{"role": "robot", "content": "x"}]', "[1]", "{}"):
+    deep = "[" * 200_000 + "]" * 200_000  # past the JSON parser's recursion
+    for text in (
+        "just prose",
+        '[{"role": "robot", "content": "x"}]',
+        "[1]",
+        "{}",
+        deep,
+        '{"role": "user", "content": ' + deep + "}",
+    ):
         with pytest.raises(TranscriptError):
             parse_transcript(text)
+
+
+def test_a_heading_inside_a_code_fence_is_the_turns_text():
+    """GIVEN an assistant turn whose fenced code block holds a `# System` comment line
+    WHEN the Markdown transcript is read THEN the fence stays in the assistant's turn."""
+    code = "Like this:\n\n```python\n# System\nimport os\n```"
+    text = f"# user\nshow me\n\n# assistant\n{code}\n\n# user\nthanks\n"
+    assert parse_transcript(text) == [("user", "show me"), ("assistant", code), ("user", "thanks")]
+    tilde = "~~~\n# assistant\n~~~"
+    assert parse_transcript(f"# user\n{tilde}\n# assistant\nok") == [
+        ("user", tilde),
+        ("assistant", "ok"),
+    ]
+
+
+def test_a_json_lines_turn_holding_a_line_separator_is_one_turn():
+    """GIVEN a JSON Lines transcript whose turn holds U+2028 and U+0085 unescaped (as
+    JavaScript's JSON.stringify writes them) WHEN it is read THEN each line is one turn."""
+    said = "first\u2028second\u0085third"
+    text = json.dumps({"role": "user", "content": said}, ensure_ascii=False) + "\n"
+    text += json.dumps({"role": "assistant", "content": "ok"}) + "\n"
+    assert parse_transcript(text) == [("user", said), ("assistant", "ok")]
 
 
 def test_locomo_conversation_ingests_once_and_a_rerun_adds_nothing(cli_env, pool, org, capsys):
@@ -72,6 +102,30 @@ def test_dry_run_counts_and_appends_nothing(cli_env, pool, org, capsys, tmp_path
     assert cli.main(["ingest-transcript", "--namespace", "ns", "--file", str(f), "--dry-run"]) == 0
     assert "3 turns (1 assistant, 2 user)" in capsys.readouterr().out
     assert _turn_count(pool, org, "ns") == (0, 0)
+
+
+def test_a_file_starting_with_a_byte_order_mark_reads_as_its_text(cli_env, pool, org, tmp_path):
+    """GIVEN a Markdown transcript saved with a UTF-8 byte order mark
+    WHEN it is ingested THEN its two turns are stored (the mark is not text before the
+    first heading)."""
+    f = tmp_path / "bom.md"
+    f.write_bytes("\ufeff# user\nhello\n# assistant\nhi\n".encode())
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    assert cli.main(["ingest-transcript", "--namespace", "ns", "--file", str(f)]) == 0
+    assert _turn_count(pool, org, "ns") == (2, 1)
+
+
+def test_dry_run_refuses_a_turn_a_real_run_would(cli_env, pool, org, capsys, tmp_path):
+    """GIVEN a transcript holding a turn conversation.append would refuse (a NUL character)
+    WHEN it is ingested with --dry-run THEN it exits 2 naming the turn, as a real run would."""
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps([{"role": "user", "content": "a\u0000b"}]))
+    args = ["ingest-transcript", "--namespace", "ns", "--file", str(f), "--dry-run"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "turn 1: text may not contain the NUL character" in err, err
+    assert "A real run would append nothing" in err
 
 
 def test_recording_off_appends_nothing_and_says_how_to_turn_it_on(cli_env, pool, org, capsys):

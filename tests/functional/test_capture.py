@@ -117,6 +117,30 @@ def test_the_stop_hook_appends_each_new_turn_once_with_the_transcript_uuid(serve
     assert not any("<command-name>" in t["content"] for t in stored)
 
 
+def test_lines_of_an_unexpected_shape_leave_the_other_turns_and_the_brief_alone(server, tmp_path):
+    """GIVEN a transcript holding, among its turns, an entry whose message is a string and a
+    tool call whose input is a string
+    WHEN the Stop hook and then the SessionEnd hook run
+    THEN every turn is stored and the session's brief saved: an odd line reads as empty
+    instead of stopping the hooks."""
+    odd = [
+        json.dumps({"type": "assistant", "uuid": "odd-1", "message": "just a string"}) + "\n",
+        json.dumps(
+            {"type": "assistant", "uuid": "odd-2", "sessionId": SESSION,
+             "message": {"role": "assistant", "id": "msg-odd", "content": [
+                 {"type": "tool_use", "id": "t1", "name": "Bash", "input": "ls -la"}]}}
+        ) + "\n",
+    ]  # fmt: skip
+    s = Session(server, tmp_path)
+    s.transcript.write_text("".join(LINES[:4] + odd + LINES[4:]))
+    assert s.hook("stop").returncode == 0
+    assert [t["msg_id"] for t in turns(server, s.namespace)] == UUIDS
+    assert s.hook("session-end").returncode == 0
+    brief = post(server, "session.brief_get", namespace=s.namespace, agent="*", project="billing")
+    assert brief["found"] and brief["trigger"] == "session_end", brief
+    assert "Error" not in (s.log.read_text() if s.log.exists() else "")
+
+
 def test_recording_off_stores_nothing_and_the_verdict_is_cached(server, tmp_path):
     """GIVEN a namespace that does not record WHEN the Stop hook runs THEN nothing is stored;
     the verdict is cached, so turns said while it was off are never sent, and once the cache

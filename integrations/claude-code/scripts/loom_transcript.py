@@ -41,8 +41,14 @@ def read_transcript(path: str) -> list[dict[str, Any]]:
     return entries
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """A field that should hold an object, as one: a line of another shape (a string message,
+    a string tool input) reads as empty instead of stopping the whole transcript."""
+    return value if isinstance(value, dict) else {}
+
+
 def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
-    content = (entry.get("message") or {}).get("content")
+    content = _dict(entry.get("message")).get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
@@ -74,7 +80,7 @@ def turns_of(entries: list[dict[str, Any]], start: int = 0) -> list[dict[str, An
         if not _conversational(entry):
             continue
         blocks = _blocks(entry)
-        message_id = str((entry.get("message") or {}).get("id") or "")
+        message_id = str(_dict(entry.get("message")).get("id") or "")
         thinking = _text(blocks, "thinking", "thinking")
         if thinking:
             reasoning[message_id] = "\n\n".join(
@@ -158,7 +164,7 @@ def events_of(entries: list[dict[str, Any]], start: int, end: int) -> list[dict[
                 name = str(b.get("name") or "")
                 if LOOM_TOOL.search(name):
                     continue
-                summary, files = _tool_summary(name, b.get("input") or {})
+                summary, files = _tool_summary(name, _dict(b.get("input")))
                 if name in EDIT_TOOLS:
                     kind = "edit"
                 elif name == "Read":
@@ -193,7 +199,7 @@ def observations_of(entries: list[dict[str, Any]], start: int) -> list[tuple[int
             name = str(b.get("name") or "")
             if b.get("type") != "tool_use" or LOOM_TOOL.search(name):
                 continue
-            tool_input = b.get("input") or {}
+            tool_input = _dict(b.get("input"))
             summary, files = _tool_summary(name, tool_input)
             body = {
                 "tool": name[:200],
@@ -232,7 +238,7 @@ def served_by_loom(entries: list[dict[str, Any]]) -> tuple[list[str], list[str]]
         for b in _blocks(entry):
             if b.get("type") == "tool_use" and LOOM_TOOL.search(str(b.get("name") or "")):
                 loom_calls.add(str(b.get("id")))
-                tool_input = b.get("input") or {}
+                tool_input = _dict(b.get("input"))
                 for field in ("query", "question", "value", "content", "text"):
                     if isinstance(tool_input.get(field), str):
                         values.append(tool_input[field])

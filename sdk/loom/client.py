@@ -207,6 +207,9 @@ class Briefs:
         return await self._a.call("session.brief_delete", brief_key=brief_key, **fields)
 
 
+_TURN_FIELDS = ("msg_id", "reasoning", "metadata", "tokens", "run_id")
+
+
 class Session:
     """One (user, thread): turns go to the transcript and, every `flush_every`, to
     extraction; `close()` flushes the rest; `resume()` reads back where things stand."""
@@ -216,19 +219,22 @@ class Session:
         self.thread_id, self.user_id, self.flush_every = thread_id, user_id, max(1, flush_every)
         self._buffer: list[dict[str, Any]] = []  # kept until extraction takes them
         self._flushing = asyncio.Lock()  # one flush at a time: no turn sent twice or out of order
-        self.transcript_stored: bool | None = None  # False when the namespace does not record
+        # False when the namespace does not record, as the latest append found.
+        self.transcript_stored: bool | None = None
         self.queue_ids: list[str] = []
 
     async def append(self, *turns: Mapping[str, Any]) -> list[ConversationAppendResult]:
+        """Each turn's role and content, with its msg_id, reasoning, metadata, tokens and run_id
+        when it carries them (without a msg_id, a turn repeating an earlier one's role and text,
+        a second "ok", would be answered duplicate)."""
         out = []
         for turn in turns:
+            extra = {f: turn[f] for f in _TURN_FIELDS if turn.get(f) is not None}
             result = await self._a.conversations.append(
-                self.thread_id, turn["role"], turn["content"], user_id=self.user_id
+                self.thread_id, turn["role"], turn["content"], user_id=self.user_id, **extra
             )
-            stored = bool(result.get("stored"))
-            self.transcript_stored = (
-                stored if self.transcript_stored is None else (self.transcript_stored and stored)
-            )
+            # Whether the namespace records, as the latest answer says (a duplicate was stored).
+            self.transcript_stored = result.get("reason") != "logging_disabled"
             self._buffer.append({"role": turn["role"], "content": turn["content"]})
             out.append(result)
             if len(self._buffer) >= self.flush_every:

@@ -76,6 +76,51 @@ def test_a_recording_namespace_keeps_the_turns_and_resume_reads_the_tail(server)
     assert [t["content"] for t in resumed["transcript"]] == ["Invoices now live in ledger v2."]
 
 
+def test_a_session_append_carries_each_turns_own_fields(server):
+    """GIVEN a recording namespace
+    WHEN a session appends a "yes", an assistant turn with its reasoning, and a second "yes",
+    each turn carrying its own msg_id
+    THEN the transcript holds all three with their ids and the reasoning (the second "yes" is
+    not answered duplicate)."""
+
+    async def flow():
+        async with Agent("dev", "fields", "support-bot", base_url=server) as bot:
+            await bot.conversations.set_logging(True)
+            s = bot.session("thread-f", user_id="u1", flush_every=100)
+            answers = await s.append(
+                {"role": "user", "content": "yes", "msg_id": "m1"},
+                {"role": "assistant", "content": "Done.", "msg_id": "m2", "reasoning": "asked"},
+                {"role": "user", "content": "yes", "msg_id": "m3"},
+            )
+            thread = await bot.conversations.get("thread-f", agent="-", include_messages=True)
+            return answers, thread
+
+    answers, thread = _run(flow)
+    assert [(a["msg_id"], a["reason"]) for a in answers] == [("m1", ""), ("m2", ""), ("m3", "")]
+    assert [(m["msg_id"], m["reasoning"]) for m in thread["messages"]] == [
+        ("m1", ""),
+        ("m2", "asked"),
+        ("m3", ""),
+    ]
+
+
+def test_transcript_stored_follows_the_recording_switch(server):
+    """GIVEN a session in a namespace that does not record
+    WHEN it appends, recording is turned on, and it appends again
+    THEN transcript_stored is False, then True."""
+
+    async def flow():
+        async with Agent("dev", "switched", "support-bot", base_url=server) as bot:
+            s = bot.session("thread-s", user_id="u1", flush_every=100)
+            await s.append({"role": "user", "content": "before"})
+            before = s.transcript_stored
+            await bot.conversations.set_logging(True)
+            await s.append({"role": "user", "content": "after"})
+            return before, s.transcript_stored
+
+    assert _run(flow) == (False, True)
+
+
 def test_the_extraction_example_runs_and_errors_carry_the_servers_code(server, monkeypatch):
     monkeypatch.setenv("LOOM_BASE_URL", server)
 

@@ -223,6 +223,7 @@ def _one(
     params: dict[str, Any] = msg["params"] if isinstance(msg.get("params"), dict) else {}
     toolset = query.get("toolset", "core")
     session_id = _header(headers, "mcp-session-id")
+    session: dict[str, Any] | None = None  # the caller's open session, when it names one
     extra: dict[str, str] = {}
     if method == "initialize":
         if in_batch:
@@ -251,6 +252,10 @@ def _one(
             "serverInfo": SERVER_INFO,
             "instructions": INSTRUCTIONS,
         }
+    elif session_id is not None and (session := _session(session_id, caller, deps)) is None:
+        # A session this server never opened for this caller (or one it no longer holds):
+        # MCP's 404 tells the client to initialize a new one.
+        return 404, _error(req_id, -32001, "unknown Mcp-Session-Id: initialize a new session"), {}
     elif method == "ping":
         result = {}
     elif method == "tools/list":
@@ -263,13 +268,6 @@ def _one(
         ):
             return 200, _error(req_id, -32602, "invalid params: name (a string) and arguments "
                                "(an object) name the tool call"), extra  # fmt: skip
-        session = None
-        if session_id and unstorable(session_id) is None:
-            idle = deps.live().mcp_session_run_idle_seconds
-            with deps.pool.connection() as conn:
-                session = mcp_sessions.touch_session(
-                    conn, session_id, caller.org, caller.principal, idle
-                )
         try:
             result = _call_tool(params, caller, deps, session)
         except UnknownToolError as exc:
@@ -280,6 +278,17 @@ def _one(
     else:
         return 200, _error(req_id, -32601, f"method not found: {method}"), extra
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}, extra
+
+
+def _session(session_id: str, caller: Caller, deps: Deps) -> dict[str, Any] | None:
+    """The caller's open session of this id (its last call noted), or None."""
+    from chalicelib.store import mcp_sessions
+
+    if unstorable(session_id) is not None:
+        return None  # no id this server issued
+    idle = deps.live().mcp_session_run_idle_seconds
+    with deps.pool.connection() as conn:
+        return mcp_sessions.touch_session(conn, session_id, caller.org, caller.principal, idle)
 
 
 def _refused_name(query: Mapping[str, str]) -> str | None:

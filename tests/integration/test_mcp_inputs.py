@@ -81,14 +81,18 @@ def test_a_tool_call_whose_arguments_are_no_object_is_invalid_params(client, dep
     assert (status, body["error"]["code"]) == (200, -32602), body
 
 
-def test_a_session_id_that_cannot_be_stored_is_no_session(client, deps, org):
-    """GIVEN a tools/call with an Mcp-Session-Id header holding a NUL
-    WHEN it is posted THEN the call runs as one without a session."""
+@pytest.mark.parametrize("session_id", ["abc\u0000def", "deadbeef" * 4])
+@pytest.mark.parametrize("method", ["tools/call", "tools/list", "ping"])
+def test_a_session_id_this_server_never_opened_is_a_404(client, deps, org, session_id, method):
+    """GIVEN a request whose Mcp-Session-Id names no session this server opened (one holding a
+    NUL, or one it never issued)
+    WHEN it is posted THEN it answers 404 with a JSON-RPC error, so the client initializes a
+    new session (MCP's rule for a session the server does not hold)."""
     token = mint_token(deps, org=org, role="writer")
-    message = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-               "params": {"name": "loom_system_whoami", "arguments": {}}}  # fmt: skip
-    status, body = _mcp(client, token, message, **{"Mcp-Session-Id": "abc\u0000def"})
-    assert status == 200 and body["result"]["isError"] is False, body
+    params = {"name": "loom_system_whoami", "arguments": {}} if method == "tools/call" else {}
+    message = {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}
+    status, body = _mcp(client, token, message, **{"Mcp-Session-Id": session_id})
+    assert status == 404 and "initialize" in body["error"]["message"], body
 
 
 def test_session_values_and_the_replay_id_are_not_in_the_mcp_schema():

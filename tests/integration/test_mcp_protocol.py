@@ -202,18 +202,21 @@ def test_the_session_fills_reads_and_patches_only_where_the_call_left_an_identit
 def test_a_session_opened_in_another_org_is_not_used(client, api, deps, org):
     """GIVEN an MCP session opened on ?namespace=ns1 by a token of another org minted with the
     same subject
-    WHEN a token of this org calls memory.set with that session id and no namespace
-    THEN the session fills nothing: the call is refused for want of a namespace."""
+    WHEN a token of this org calls memory.set with that session id
+    THEN it is no session of this caller's: 404 (initialize one), and nothing is written."""
     other = mint_token(deps, org=org + "-b", role="writer", subject="ci-bot")
     mine = mint_token(deps, org=org, role="writer", subject="ci-bot")
     theirs = Session(client, other, "?namespace=ns1")
     mine_on_theirs = Session(client, mine)
     mine_on_theirs.id = theirs.id
 
-    answer = mine_on_theirs.tool("loom_memory_set", key="user/x", value="y")
+    call = _rpc(
+        "tools/call", {"name": "loom_memory_set", "arguments": {"key": "u/x", "value": "y"}}
+    )
+    status, body, _ = mine_on_theirs.send(call)
 
-    assert answer["error"]["code"] == "validation_error", answer
-    assert "namespace" in answer["error"]["message"], answer
+    assert status == 404 and "initialize" in body["error"]["message"], body
+    assert _memories(deps.pool, org) == 0
 
 
 # ---- input schemas --------------------------------------------------------------------------

@@ -168,13 +168,20 @@ BATCH_FOR_PROGRESS = 64
 
 def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     """Append every turn of a transcript file; run twice, it adds nothing the second time."""
-    from chalicelib.transcript_file import TranscriptError, parse_transcript, transcript_thread_id
+    from chalicelib.transcript_file import (
+        TranscriptError,
+        clean_turns,
+        parse_transcript,
+        transcript_thread_id,
+    )
 
     try:
         text = Path(args.file).read_text(encoding="utf-8-sig")  # a byte order mark is no text
         turns = parse_transcript(text)
     except (OSError, UnicodeDecodeError, TranscriptError) as exc:
         raise LoomError(f"cannot read {args.file}: {exc}") from exc
+    if args.clean_text:
+        turns = clean_turns(turns)
     if not turns:
         raise LoomError(f"{args.file} holds no turns with text; nothing was appended")
     thread_id = args.thread_id or transcript_thread_id(text)
@@ -190,10 +197,11 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
         print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
         return 0
+    sent = _SentCount(args.sent_file, len(turns))
     if args.url:
-        counts = _ingest_over_http(args, thread_id, turns)
+        counts = _ingest_over_http(args, thread_id, turns, sent)
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
-        print(f"thread {thread_id}: {summary}")
+        print(f"thread {thread_id}: {summary or 'nothing new'}")
         return 0
     from chalicelib.store.namespaces import conversation_logging_enabled
 
@@ -210,11 +218,38 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         turns=turns,
         user_id=args.user_id,
         run_id=args.run_id,
-        progress=_progress_bar,
+        first=sent.count,
+        progress=sent.progress,
     )
     summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
-    print(f"thread {thread_id}: {summary}")
+    print(f"thread {thread_id}: {summary or 'nothing new'}")
     return 0
+
+
+class _SentCount:
+    """How many of a transcript's leading turns are appended already (`--sent-file`): read
+    at start (0 without the file, or when it counts more turns than the file now holds), then
+    written back as turns land, so a run stopped halfway resumes where it stopped."""
+
+    def __init__(self, path: str | None, total: int):
+        self.path = Path(path) if path else None
+        self.count = 0
+        if self.path is not None:
+            try:
+                self.count = int(self.path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                self.count = 0
+            if not 0 <= self.count <= total:
+                self.count = 0
+
+    def progress(self, done: int, total: int) -> None:
+        """Turns up to `done` landed: the progress bar, and the count written back."""
+        _progress_bar(done, total)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            part = self.path.with_name(self.path.name + ".part")
+            part.write_text(f"{done}\n")
+            part.replace(self.path)  # whole or not at all, should the run be killed
 
 
 _NOT_RECORDING = (
@@ -224,7 +259,7 @@ _NOT_RECORDING = (
 
 
 def _ingest_over_http(
-    args: argparse.Namespace, thread_id: str, turns: list[tuple[str, str]]
+    args: argparse.Namespace, thread_id: str, turns: list[tuple[str, str]], sent: _SentCount
 ) -> Counter[str]:
     """The same turns, with the same ids, through a running server's conversation.append
     (LOOM_TOKEN as the bearer token): for a machine that reaches Loom only over HTTP."""
@@ -240,6 +275,8 @@ def _ingest_over_http(
     url = args.url.rstrip("/") + "/v1/conversation.append"
     counts: Counter[str] = Counter()
     for i, (role, content) in enumerate(turns):
+        if i < sent.count:
+            continue  # appended by an earlier run
         body = {
             "namespace": args.namespace,
             "agent": args.agent,
@@ -269,7 +306,7 @@ def _ingest_over_http(
         if reason == "logging_disabled":
             raise LoomError(_NOT_RECORDING.format(args.namespace))
         counts[reason] += 1
-        _progress_bar(i + 1, len(turns))
+        sent.progress(i + 1, len(turns))
     return counts
 
 
@@ -409,6 +446,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.add_argument(
         "--timeout", type=_timeout_seconds, default=10.0, help="seconds per call with --url"
+    )
+    ingest.add_argument(
+        "--sent-file",
+        default=None,
+        help="a file counting the transcript's leading turns already appended: only the turns"
+        " after them are sent, and the count is written back as they land (for hooks run on a"
+        " growing transcript)",
+    )
+    ingest.add_argument(
+        "--clean-text",
+        action="store_true",
+        help="remove NUL characters and lone surrogates (which a turn cannot hold) instead of"
+        " refusing the file (for hooks, which must not lose a conversation to one character)",
     )
     ingest.set_defaults(fn=cmd_ingest_transcript)
 

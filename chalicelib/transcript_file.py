@@ -26,6 +26,17 @@ def turn_msg_id(thread_id: str, index: int, role: str, content: str) -> str:
     return f"t{index}-{digest[:24]}"
 
 
+def clean_turns(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The turns without what a turn's text cannot hold (NUL characters, lone surrogates),
+    and without any turn left empty."""
+    out = []
+    for role, content in turns:
+        text = content.encode("utf-8", "ignore").decode("utf-8").replace("\x00", "")
+        if text.strip():
+            out.append((role, text))
+    return out
+
+
 class TranscriptError(ValueError):
     """The file is not a transcript this command reads."""
 

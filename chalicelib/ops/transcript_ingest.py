@@ -45,10 +45,12 @@ def ingest_turns(
     turns: list[tuple[str, str]],
     user_id: str = "-",
     run_id: str = "-",
+    first: int = 0,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Counter[str]:
-    """Record every turn in batches (one embedding call a batch); counts answers by reason.
-    The caller has checked the turns with `check_turns`, so none is refused halfway."""
+    """Record the turns from position `first` on (those before it were appended already) in
+    batches (one embedding call a batch); counts answers by reason. The caller has checked
+    the turns with `check_turns`, so none is refused halfway."""
     new = [
         NewTurn(
             org=org,
@@ -64,7 +66,7 @@ def ingest_turns(
         for i, (role, content) in enumerate(turns)
     ]
     counts: Counter[str] = Counter()
-    for start in range(0, len(new), BATCH):
+    for start in range(first, len(new), BATCH):
         for answer in record_turns(deps, new[start : start + BATCH]):
             counts[answer.reason or "stored"] += 1
         progress(min(start + BATCH, len(new)), len(new))

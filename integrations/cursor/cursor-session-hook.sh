@@ -1,7 +1,9 @@
 #!/bin/sh
 # Cursor `stop` hook: hands the conversation's transcript to `loom ingest-transcript`, which
 # appends the turns not yet in Loom (thread cursor-<conversation_id>; ids derived from each
-# turn's position and text, so a second run adds nothing).
+# turn's position and text, so a second run adds nothing). A state file counts the turns
+# already sent, so each stop sends only the new ones; text a turn cannot hold (a NUL) is
+# removed rather than refusing the whole conversation.
 #
 # Fail-safe: whatever happens it answers {} and exits 0 within LOOM_HOOK_BUDGET seconds;
 # errors go to the log file. Settings come from the environment, or from the file
@@ -58,13 +60,19 @@ if ! command -v "$cli" >/dev/null 2>&1; then
     note "the loom CLI ($cli) is not found; set LOOM_CLI to its path"
     finish
 fi
+url="${LOOM_BASE_URL:-${LOOM_URL:-http://127.0.0.1:7777}}"
+# The turns sent so far, counted per conversation and destination (server, org, namespace).
+where=$(printf '%s\n%s\n%s' "$url" "${LOOM_ORG:-}" "${LOOM_NAMESPACE:-default}" | cksum | cut -d' ' -f1)
+sent="$state_home/loom/cursor/sent/$(printf '%s' "$conversation" | tr -c 'A-Za-z0-9._-' _)-$where"
 set -- "$cli" ingest-transcript \
-    --url "${LOOM_BASE_URL:-${LOOM_URL:-http://127.0.0.1:7777}}" \
+    --url "$url" \
     --namespace "${LOOM_NAMESPACE:-default}" \
     --agent "${LOOM_AGENT:-cursor}" \
     --user-id "${LOOM_USER_ID:--}" \
     --thread-id "cursor-$conversation" \
     --timeout "${LOOM_HOOK_TIMEOUT:-5}" \
+    --sent-file "$sent" \
+    --clean-text \
     --file "$transcript"
 if [ -n "${LOOM_ORG:-}" ]; then
     set -- "$@" --org "$LOOM_ORG"

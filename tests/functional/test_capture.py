@@ -346,6 +346,7 @@ def environment(server: str, ns: str, tmp_path: Path, **extra: str) -> dict[str,
         LOOM_CLI=str(Path(sys.executable).parent / "loom"),
         LOOM_HOOK_LOG=str(tmp_path / "hooks.log"),
         LOOM_ENV_FILE=str(tmp_path / "no-env-file"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
     )
     return {**env, **extra}
 
@@ -396,6 +397,36 @@ def test_the_cursor_hook_lands_each_turn_once_as_the_conversation_grows(server, 
     transcript.write_text("".join(lines))
     cursor_stop(env, transcript)
     cursor_stop(env, transcript)
+    assert recorded(server, ns, f"cursor-{CONVERSATION}") == CURSOR_TURNS
+
+
+def test_each_cursor_stop_sends_only_the_turns_not_sent_before(server, tmp_path):
+    """GIVEN Cursor's transcript, first with its first three text turns, then whole
+    WHEN the stop hook runs after each, and once more
+    THEN the first run stores three turns, the second stores the two new ones and re-sends
+    none (no duplicate answered), and the last has nothing new to send."""
+    ns = namespace(server)
+    env = environment(server, ns, tmp_path)
+    lines = (FIXTURES / "cursor-transcript.jsonl").read_text().splitlines(keepends=True)
+    transcript = tmp_path / f"{CONVERSATION}.jsonl"
+    for upto in (4, len(lines), len(lines)):
+        transcript.write_text("".join(lines[:upto]))
+        cursor_stop(env, transcript)
+    said = [line for line in (tmp_path / "hooks.log").read_text().splitlines() if "thread" in line]
+    assert [line.split(": ", 1)[1] for line in said] == ["3 stored", "2 stored", "nothing new"]
+    assert recorded(server, ns, f"cursor-{CONVERSATION}") == CURSOR_TURNS
+
+
+def test_a_cursor_turn_holding_a_nul_does_not_lose_the_conversation(server, tmp_path):
+    """GIVEN Cursor's transcript whose second turn holds a NUL character
+    WHEN the stop hook runs THEN every turn is stored, the NUL removed from its text."""
+    ns = namespace(server)
+    env = environment(server, ns, tmp_path)
+    lines = (FIXTURES / "cursor-transcript.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace("three attempts", "three\\u0000 attempts")
+    transcript = tmp_path / f"{CONVERSATION}.jsonl"
+    transcript.write_text("".join(lines))
+    assert cursor_stop(env, transcript).returncode == 0
     assert recorded(server, ns, f"cursor-{CONVERSATION}") == CURSOR_TURNS
 
 

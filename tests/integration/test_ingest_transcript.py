@@ -128,6 +128,53 @@ def test_dry_run_refuses_a_turn_a_real_run_would(cli_env, pool, org, capsys, tmp
     assert "A real run would append nothing" in err
 
 
+def test_a_sent_file_sends_only_the_turns_after_those_counted(cli_env, pool, org, capsys, tmp_path):
+    """GIVEN a recording namespace, a transcript of two turns and an empty state directory
+    WHEN it is ingested with --sent-file, grows to three turns and is ingested again, then the
+    count is made larger than the file (another conversation's)
+    THEN the first run stores two turns and writes 2, the second stores the new one alone and
+    writes 3, and a count past the file's turns starts over (all three duplicate)."""
+    f, sent = tmp_path / "t.md", tmp_path / "state" / "sent"
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    args = ["ingest-transcript", "--namespace", "ns", "--file", str(f), "--thread-id", "t-s"]
+    args += ["--sent-file", str(sent)]
+    f.write_text("# user\nhello\n# assistant\nhi\n")
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.strip().endswith(": 2 stored")
+    assert sent.read_text().strip() == "2"
+    f.write_text("# user\nhello\n# assistant\nhi\n# user\nbye\n")
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.strip().endswith(": 1 stored")
+    assert sent.read_text().strip() == "3"
+    sent.write_text("7\n")
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.strip().endswith(": 3 duplicate")
+    assert _turn_count(pool, org, "ns") == (3, 1)
+
+
+def test_clean_text_removes_what_a_turn_cannot_hold(cli_env, pool, org, capsys, tmp_path):
+    """GIVEN a transcript whose turns hold a NUL and a lone surrogate, and one holding nothing
+    else
+    WHEN it is ingested with --clean-text THEN the turns are stored without them (the empty
+    one left out), where without the flag the file is refused."""
+    f = tmp_path / "t.json"
+    turns = [{"role": "user", "content": "a\u0000b"}, {"role": "assistant", "content": "c\ud83d"},
+             {"role": "user", "content": "\u0000"}]  # fmt: skip
+    f.write_text(json.dumps(turns))
+    with pool.connection() as conn:
+        set_conversation_logging(conn, org, "ns", True)
+    args = ["ingest-transcript", "--namespace", "ns", "--file", str(f), "--thread-id", "t-c"]
+    assert cli.main(args) == 2
+    assert cli.main([*args, "--clean-text"]) == 0
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT role, content FROM loom.conversations WHERE org = %s ORDER BY ts, msg_id",
+            (org,),
+        ).fetchall()
+    assert sorted(rows) == [("assistant", "c"), ("user", "ab")]
+
+
 def test_recording_off_appends_nothing_and_says_how_to_turn_it_on(cli_env, pool, org, capsys):
     assert cli.main(["ingest-transcript", "--namespace", "off", "--file", str(LOCOMO)]) == 2
     assert "conversation.set_logging" in capsys.readouterr().err

@@ -12,7 +12,7 @@ from chalicelib.store.turn_windows import rewrite_thread_windows
 
 # An embedding row's primary key, in order: where a sweep stands.
 _KEY_COLUMNS = ("org", "namespace", "thread_id", "msg_id", "model")
-_KEY = ", ".join(_KEY_COLUMNS)
+_E_KEY = ", ".join(f"e.{k}" for k in _KEY_COLUMNS)
 Position = list[str]
 
 
@@ -46,12 +46,19 @@ def advance(conn: Connection, name: str, guard: str, position: Position | None, 
 
 
 def indexed_after(conn: Connection, position: Position | None, limit: int) -> list[dict[str, Any]]:
-    """Live embedding rows after `position` in primary-key order, with the text they index."""
-    after = "" if position is None else f" AND ({_KEY}) > (%s, %s, %s, %s, %s)"
+    """Live embedding rows after `position` in primary-key order, with the text they index
+    and, when the message it came from is longer (a turn past 2,048 characters), the whole
+    message (`content`, else NULL): a high shape past the indexed part withdraws it too."""
+    after = "" if position is None else f" AND ({_E_KEY}) > (%s, %s, %s, %s, %s)"
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            f"SELECT {_KEY}, text FROM loom.conversation_embeddings"
-            f" WHERE tombstoned_at IS NULL{after} ORDER BY {_KEY} LIMIT %s",
+            f"SELECT {_E_KEY}, e.text,"
+            " (SELECT c.content FROM loom.conversations c WHERE c.org = e.org"
+            "  AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
+            "  AND c.msg_id = e.msg_id AND c.agent = e.agent AND c.tombstoned_at IS NULL"
+            "  AND length(c.content) > length(e.text) LIMIT 1) AS content"
+            f" FROM loom.conversation_embeddings e WHERE e.tombstoned_at IS NULL{after}"
+            f" ORDER BY {_E_KEY} LIMIT %s",
             (*(position or ()), limit),
         ).fetchall()
 

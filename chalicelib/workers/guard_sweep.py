@@ -11,7 +11,8 @@ rewrites the windows and context vectors of their threads.
 from __future__ import annotations
 
 from chalicelib.deps import Deps
-from chalicelib.sensitivity import guard_fingerprint, reads_as_high
+from chalicelib.providers.embedder import EMBED_CHARS
+from chalicelib.sensitivity import embedded_reads_as_high, guard_fingerprint, reads_as_high
 from chalicelib.store import guard_sweeps as store
 
 NAME = "conversation_embeddings"
@@ -30,7 +31,14 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
             break
         with deps.pool.connection() as conn:
             rows = store.indexed_after(conn, position, BATCH)
-        high = [r for r in rows if reads_as_high(r["text"])]
+        # The indexed text, and the whole message it was cut from: a turn is never indexed
+        # when any of it reads as high (an earlier guard may have read only the cut).
+        high = [
+            r
+            for r in rows
+            if reads_as_high(r["text"])
+            or (r["content"] is not None and embedded_reads_as_high(r["content"], EMBED_CHARS))
+        ]
         if rows:
             position = store.position_of(rows[-1])
         done = len(rows) < BATCH

@@ -147,3 +147,31 @@ def test_a_row_taken_over_while_the_sweep_reads_keeps_its_new_text_live(
     (row,) = embedding_rows(pool, org, "th-t")
     assert (row["agent"], row["text"], row["tombstoned_at"]) == (
         "B", "agent two says something plain", None)  # fmt: skip
+
+
+def test_a_turn_whose_high_shape_lies_past_its_indexed_text_is_withdrawn(t, deps, pool, org):
+    """GIVEN a turn of 2,100 characters indexed by its first 2,048, whose message holds a
+    password assignment past them (an earlier guard read only the cut)
+    WHEN the guard sweep runs
+    THEN its embedding row is tombstoned and search no longer finds it, the turn itself as
+    written; a long turn with nothing high past its cut stays indexed."""
+    w = word()
+    long_plain = f"{w} harbour timetable " + "the ferry leaves at nine " * 82
+    assert len(long_plain) > 2048
+    t.append("th-l", long_plain, msg_id="long-high")
+    t.append("th-l", long_plain.replace(w, "other"), msg_id="long-plain")
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversations SET content = content || ' password: Tr0ub4dor&3xyz'"
+            " WHERE org = %s AND msg_id = 'long-high'",
+            (org,),
+        )
+    assert "long-high" in ids(hits(t, w, "lexical"))
+
+    guard_sweep.sweep_indexed_text(deps)
+    rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th-l")}
+    assert rows["long-high"]["tombstoned_at"] is not None
+    assert rows["long-plain"]["tombstoned_at"] is None
+    assert "long-high" not in ids(hits(t, w, "lexical"))
+    assert [r["msg_id"] for r in turn_rows(pool, org, "th-l") if r["tombstoned_at"] is None] == [
+        "long-high", "long-plain"]  # fmt: skip

@@ -95,7 +95,7 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     embedded: dict[str, tuple[np.ndarray | None, str | None]] = {}
     for _ in range(SAVE_ATTEMPTS):
         with read_connection(deps.pool) as conn:
-            copy = store.find_copy(conn, *key, inp.agent, model)
+            copy = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
         if copy is not None:
             refusal = _refusal(copy, inp.user_id)
             if refusal:
@@ -129,7 +129,7 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
             # Under the lease: the message as it stands now. An append or save that stored it
             # meanwhile, an unsave that removed it, or a vector that went means what was read
             # (and embedded) is stale: read it again, with the stored turn's text.
-            landed = store.find_copy(conn, *key, inp.agent, model)
+            landed = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
             if _moved(copy, landed, content):
                 continue
             if landed is None:
@@ -142,7 +142,7 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
             claimed = store.claim_saved(conn, *key[:3], turn.agent, inp.message_id, inp.user_id)
             if claimed is None:
                 conn.rollback()
-                latest = store.find_copy(conn, *key, inp.agent, model)
+                latest = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
                 refusal = _refusal(latest, inp.user_id) if latest else ""
                 if refusal:
                     return answer(False, refusal)
@@ -405,12 +405,15 @@ def _fuse(
     lexical_rows = [r for r in lexical_rows if not reads_as_high(r["content"])]
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for r in vector_rows:
-        by_key[(r["conversation_id"], r["message_id"])] = {**r, "excerpt": r["text"][:shown]}
+        by_key.setdefault(
+            (r["conversation_id"], r["message_id"]), {**r, "excerpt": r["text"][:shown]}
+        )
     for r in lexical_rows:
         excerpt = centred_excerpt(r["content"], r["terms"], shown)
         by_key[(r["conversation_id"], r["message_id"])] = {**r, "excerpt": excerpt}
-    vec = [(r["conversation_id"], r["message_id"]) for r in vector_rows]
-    lex = [(r["conversation_id"], r["message_id"]) for r in lexical_rows]
+    # One ranking place a message (two agents' copies saved by an earlier build: the best).
+    vec = list(dict.fromkeys((r["conversation_id"], r["message_id"]) for r in vector_rows))
+    lex = list(dict.fromkeys((r["conversation_id"], r["message_id"]) for r in lexical_rows))
     if inp.search_mode == "semantic":
         legs = [(vec, 1.0)]
     elif inp.search_mode == "lexical":

@@ -22,9 +22,18 @@ _LEXICON = (
 
 
 def find_copy(
-    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, agent: str, model: str
+    conn: Connection,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    msg_id: str,
+    agent: str,
+    model: str,
+    user: str,
 ) -> dict[str, Any] | None:
-    """The message's transcript row (the caller agent's copy first) and its embedding row."""
+    """The message's transcript row and its embedding row: a live copy first, then one this
+    user saved already (another agent's copy of the message is not saved twice), then the
+    caller agent's."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT c.agent, c.role, c.content, c.user_id, c.is_saved, c.saved_at, c.ts,"
@@ -36,8 +45,9 @@ def find_copy(
             " ON e.org = c.org AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
             " AND e.msg_id = c.msg_id AND e.model = %s"
             " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.msg_id = %s"
-            " ORDER BY c.tombstoned_at IS NOT NULL, c.agent = %s DESC, c.ts LIMIT 1",
-            (model, org, namespace, thread_id, msg_id, agent),
+            " ORDER BY c.tombstoned_at IS NOT NULL, (c.is_saved AND c.user_id = %s) DESC,"
+            " c.agent = %s DESC, c.ts LIMIT 1",
+            (model, org, namespace, thread_id, msg_id, user, agent),
         ).fetchone()
 
 

@@ -15,6 +15,7 @@ from tests.integration.test_saved_support import (
     OFF_NS,
     execute,
     hit_ids,
+    list_saved,
     namespaces,
     open_tenant,
     save,
@@ -429,3 +430,20 @@ def test_a_saved_message_keeps_its_save_time_across_a_repair(t, pool, org):
     time.sleep(0.05)
     assert save(t, "c1", "m1")["indexed"]
     assert transcript(pool, org, "m1")[0]["saved_at"] == first
+
+
+def test_a_message_two_agents_logged_is_saved_once_for_its_user(t, pool, org):
+    """GIVEN a turn m1 logged by agents a1 and a2 with the same text, and another message m2
+    WHEN u1 saves m1 through a1, then through a2, and saves m2
+    THEN the second save answers duplicate and one copy alone is flagged; the list holds m1
+    once, and a lexical search for m1's words ranks it first, once."""
+    for agent in ("a1", "a2"):
+        t.append("c1", "the lighthouse keeper rows out at dawn", msg_id="m1", agent=agent)
+    assert save(t, "c1", "m1", agent="a1")["reason"] == ""
+    assert save(t, "c1", "m1", agent="a2")["reason"] == "duplicate"
+    save(t, "c2", "m2", "the keeper of the lighthouse logbook")
+    flagged = [r for r in transcript(pool, org, "m1") if r["is_saved"]]
+    assert len(flagged) == 1
+    assert [r["message_id"] for r in list_saved(t)["rows"]].count("m1") == 1
+    assert hit_ids(search_saved(t, "lighthouse keeper rows dawn", search_mode="lexical"))[:2] == [
+        "m1", "m2"]  # fmt: skip

@@ -83,3 +83,33 @@ def test_expired_turns_are_removed_and_their_embeddings_stay(api, deps, org, cli
     assert result["turns_removed"] >= 1
     assert _live(deps, org, "conversations") == ["m1"]
     assert _live(deps, org, "conversation_embeddings") == ["m0", "m1"]
+
+
+def test_a_saved_turn_the_ttl_removes_leaves_its_users_saved_search(api, deps, org):
+    """GIVEN a 40-day-old turn u1 saved, and a fresh one u1 saved, under a 30-day TTL
+    WHEN the retention worker runs
+    THEN the old turn's embedding row stays but is no longer flagged saved: the saved search
+    no longer finds what u1 could neither list nor withdraw; the fresh one stays saved."""
+    _seed(api, deps, org)
+    token = mint_token(deps, org=org, role="writer")
+    a = Api(api.client, token)
+    for i, content in enumerate(["old ledger note", "fresh ledger note"]):
+        a.ok("conversation.save_message", namespace="ns", agent="bot", conversation_id="t",
+             message_id=f"m{i}", role="user", content=content, user_id="u1")  # fmt: skip
+    _set_days(deps, 30)
+    try:
+        purge_expired_conversations(deps)
+    finally:
+        with deps.pool.connection() as conn:
+            conn.execute("DELETE FROM loom.settings WHERE name = 'retention_conversations_days'")
+    with deps.pool.connection() as conn:
+        flags = dict(
+            conn.execute(
+                "SELECT msg_id, is_saved FROM loom.conversation_embeddings WHERE org = %s",
+                (org,),
+            ).fetchall()
+        )
+    assert flags == {"m0": False, "m1": True}
+    hits = a.ok("conversation.search_saved_messages", namespace="ns", agent="*", user_id="u1",
+                query="ledger note", search_mode="semantic")["hits"]  # fmt: skip
+    assert [h["message_id"] for h in hits] == ["m1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.sensitivity import reads_as_high
 from tests.integration.test_memory_support import (
     NS,
     NS2,
@@ -136,6 +137,27 @@ def test_a_high_value_is_stored_unembedded_never_searched_and_got_with_an_audit_
     (audit,) = audit_rows(pool, m.org, "memory.sensitive_read")
     assert (audit["namespace"], audit["principal"]) == (NS, f"token:viewer-{m.org}")
     assert audit["body_sha256"] == canonical_sha(secret)
+
+
+@pytest.mark.parametrize(
+    ("key", "tags"),
+    [
+        ("vault/sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", []),  # an API key in the key
+        ("user/ferry", ["password=hunter22"]),  # a tag
+    ],
+)
+def test_a_row_whose_key_or_tag_reads_as_high_is_no_hit_in_any_mode(m, key, tags):
+    """GIVEN a plain value stored under a key, or with a tag, that reads as high
+    WHEN memory.search asks about the value's words in every mode
+    THEN the row is never a hit (its key and tags are shown with a hit), while a plain row
+    beside it is."""
+    assert reads_as_high(key) or any(reads_as_high(tag) for tag in tags)
+    m.set(key, "The user takes the harbour ferry on Fridays.", tags=tags)
+    m.set("user/ferry_plain", "The user takes the harbour ferry on Mondays.")
+    for mode in ("hybrid", "semantic", "lexical"):
+        found = m.hit_keys("harbour ferry", search_mode=mode)
+        assert key not in found, mode
+    assert "user/ferry_plain" in m.hit_keys("harbour ferry", search_mode="lexical")
 
 
 def test_a_value_an_earlier_guard_let_in_is_no_hit_in_any_mode(m, pool):

@@ -130,6 +130,9 @@ def parse_body(raw: bytes | str | None) -> dict[str, Any]:
     return body
 
 
+BOUNDED_NEEDS_USER = "a token bounded to one user needs user_id"
+
+
 def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
     """Fill identity fields from the caller and refuse any that reach outside it."""
     fields = spec.input_model.model_fields
@@ -158,6 +161,10 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
             body["user_id"] = caller.read_user_id
         elif body["user_id"] != caller.read_user_id:
             raise ForbiddenError("this token acts for one user only; user_id names another")
+    elif caller.bounded and "user_id" in fields and body.get("user_id") in (None, "", "-", "*"):
+        # A token bounded to one user, with none pinned, names the one it acts for: the
+        # namespace's shared rows ("-") or every user ("*") are not one user.
+        raise BadRequestError(BOUNDED_NEEDS_USER)
 
 
 def _names_another_users_collection(namespace: Any, pinned: str | None) -> bool:

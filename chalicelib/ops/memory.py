@@ -13,7 +13,7 @@ from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.ranking import rrf
-from chalicelib.registry import OpContext, op
+from chalicelib.registry import BOUNDED_NEEDS_USER, OpContext, op
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
@@ -27,9 +27,6 @@ Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 LEG_DEPTH = 100
 RECALL_SCAN = 2000  # the most turns memory.recall reads for one answer
-
-
-BOUNDED_NEEDS_USER = "a token bounded to one user needs user_id"
 
 
 def write_user(caller: Caller, user_id: str) -> str:

@@ -163,3 +163,16 @@ def test_a_pinned_token_is_refused_on_every_other_conversation_op(t, pool, org, 
     status, body = t.post(op, token=tok, namespace=NS, **OTHER_OPS[op])
     assert status == 403, (op, body)
     assert snapshot(pool, org) == before
+
+
+@pytest.mark.parametrize("op", sorted(SAVED_OPS))
+@pytest.mark.parametrize("user", ["-", "*"])
+def test_an_unpinned_user_bounded_token_must_name_one_user(t, op, user):
+    """GIVEN a message saved under no user ("-") and a writer token bounded to one user with
+    none pinned
+    WHEN a saved-message op names user_id "-" (the shared rows) or "*" (every user)
+    THEN it answers 400 naming the need for a user: neither is one user."""
+    save(t, "c1", "m1", "the harbour ferry leaves at noon", user="-")
+    tok = t.token("writer", read_scope="own_user")
+    status, body = t.post(op, token=tok, user_id=user, **SAVED_OPS[op])
+    assert status == 400 and "needs user_id" in body["error"]["message"], body

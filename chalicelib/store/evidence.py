@@ -112,13 +112,17 @@ def link(
 def evidence_for(
     conn: Connection, org: str, namespace: str, user_id: str, key: str
 ) -> list[dict[str, Any]]:
-    """The source turns of a memory's versions, newest version first, with the span."""
+    """The source turns of a live memory's versions, newest version first, with the span;
+    none for a memory deleted or forgotten (memory.get finds none either)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT l.version, l.span, e.id AS evidence_id, e.role, e.name, e.content, e.ts,"
             " e.session_id, e.request_id, e.idx FROM loom.memory_evidence_links l"
             " JOIN loom.memory_evidence e ON e.id = l.evidence_id AND e.user_id = l.user_id"
             " WHERE l.org = %s AND l.namespace = %s AND l.user_id = %s AND l.key = %s"
+            " AND EXISTS (SELECT 1 FROM loom.memories m WHERE m.org = l.org"
+            "  AND m.namespace = l.namespace AND m.user_id = l.user_id AND m.key = l.key"
+            "  AND m.retired_at IS NULL)"
             " ORDER BY l.version DESC, e.idx",
             (org, namespace, user_id, key),
         ).fetchall()

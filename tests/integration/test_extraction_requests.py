@@ -158,6 +158,10 @@ def test_memory_evidence_serves_a_facts_source_turn_with_its_span(m, deps):
     assert (turn["span"], turn["version"], turn["session_id"]) == ("please bill me in EUR", 1, "s7")
     assert turn["evidence_id"] == out["evidence_ids"][1]
 
+    # Deleted, the memory has no evidence to serve: memory.get finds none either.
+    assert m.ok("memory.delete", key="user/billing_currency")["deleted"] is True
+    assert m.ok("memory.evidence", as_="viewer", key="user/billing_currency")["turns"] == []
+
 
 FAILURES = (
     ("the model raises", LLMError("model call failed: upstream 500")),

@@ -214,7 +214,8 @@ class MemoryHit(OpOutput):
 
 class SearchOutput(OpOutput):
     hits: list[MemoryHit]
-    pending_extraction: bool = False  # the caller's deferred batches have not all run yet
+    # A deferred batch of the users this search reads has not run yet (whoever queued it).
+    pending_extraction: bool = False
 
 
 @op("memory.search", role="viewer", kind="read", mcp="core", scopes=USER_SCOPES)
@@ -246,9 +247,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
             lex_rows = store.lexical_leg(
                 conn, **scope, query=inp.query, depth=LEG_DEPTH, kinds=kinds
             )
-        pending = has_pending(
-            conn, inp.org, inp.namespace, ctx.caller.principal, ctx.caller.read_user_id
-        )
+        pending = has_pending(conn, inp.org, inp.namespace, users)
     floor = ctx.deps.embedder.default_floor
     # Both legs checked with today's guard: a value an earlier build embedded or indexed
     # before the guard read it as high is never a hit, nor is a row whose key or tags (shown

@@ -210,14 +210,14 @@ def request_retry(conn: Connection, queue_ids: list[str], expired_days: int) -> 
     return [r[0] for r in rows]
 
 
-def has_pending(
-    conn: Connection, org: str, namespace: str, principal: str | None, user_id: str | None
-) -> bool:
+def has_pending(conn: Connection, org: str, namespace: str, users: list[str] | None) -> bool:
+    """Whether a deferred batch of the namespace for these users (None: any) has not run yet,
+    whoever queued it: its facts are missing from what a read of theirs finds."""
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM loom.memory_extraction_queue WHERE org = %s"
-        " AND namespace = %s AND principal IS NOT DISTINCT FROM %s"
-        " AND (%s::text IS NULL OR user_id = %s) AND status IN ('pending', 'running', 'held'))",
-        (org, namespace, principal, user_id, user_id),
+        " AND namespace = %s AND (%s::text[] IS NULL OR user_id = ANY(%s::text[]))"
+        " AND status IN ('pending', 'running', 'held'))",
+        (org, namespace, users, users),
     ).fetchone()
     return bool(row and row[0])
 

@@ -305,6 +305,25 @@ def test_status_ops_answer_only_the_callers_own_batches(api, deps, org, queue):
     assert mine.ok("memory.search", query="hi", **BODY)["pending_extraction"] is True
 
 
+def test_pending_extraction_covers_the_users_a_search_reads_whoever_queued(api, deps, org, queue):
+    """GIVEN a batch for u1 deferred by a hook's token
+    WHEN a namespace-wide viewer, a token pinned to u1 and one pinned to u2 search
+    THEN the first two are told extraction is pending (the batch's facts are missing from
+    what they read), the third not (u1's rows are not in its reads)."""
+    hook = Api(api.client, mint_token(deps, org=org, role="writer", subject="hook"))
+    msg = [{"role": "user", "content": "hi"}]
+    hook.ok("memory.set_from_messages", messages=msg, defer=True, **BODY)
+
+    def pending(**token: str) -> bool:
+        reader = Api(api.client, mint_token(deps, org=org, role="viewer", **token))
+        body = {k: v for k, v in BODY.items() if k != "user_id" or not token}
+        return reader.ok("memory.search", query="hi", **body)["pending_extraction"]
+
+    assert pending() is True
+    assert pending(read_scope="own_user", read_user_id="u1") is True
+    assert pending(read_scope="own_user", read_user_id="u2") is False
+
+
 def test_retry_mine_requeues_failed_batches_and_leaves_others(api, deps, org, queue, pool):
     agent = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-r"))
     msg = [{"role": "user", "content": "hi"}]

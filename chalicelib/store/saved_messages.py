@@ -12,12 +12,11 @@ from psycopg.rows import dict_row
 from chalicelib.store.conversations import NewTurn
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
-LEXICAL_CHARS = 500_000  # a tsvector holds at most 1 MB; longer texts are indexed this far
-
-# The tsvector of a row's whole text and its length in tokens, for the BM25 leg.
+# The tsvector of a row's whole text (its first 500,000 characters when the whole would pass
+# a tsvector's 1 MB: loom.saved_tsvector) and its length in tokens, for the BM25 leg.
 _LEXICON = (
     "(SELECT v, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v) u)"
-    f" FROM (SELECT to_tsvector('simple', left(content, {LEXICAL_CHARS})) AS v) s)"
+    " FROM (SELECT loom.saved_tsvector(content) AS v) s)"
 )
 
 

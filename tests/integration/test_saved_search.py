@@ -315,3 +315,15 @@ def test_the_search_needs_a_query_and_a_sane_top_k(t):
         body = {"agent": "*", "user_id": "u1", "query": "x", "namespace": NS, **extra}
         status, out = t.post("conversation.search_saved_messages", as_="viewer", **body)
         assert status == 422, (extra, out)
+
+
+def test_a_term_deep_in_a_long_saved_message_ranks(t):
+    """GIVEN a saved message of over 550,000 characters whose one rare term (a ticket id) lies
+    past its first 500,000
+    WHEN the saved search looks for that term lexically
+    THEN the message is found: the BM25 leg reads its whole text."""
+    body = "the ferry leaves at nine " * 22_000 + "ticket ZX-99321 closes the matter"
+    assert body.index("ZX-99321") > 500_000
+    save(t, "c1", "m-long", body)
+    save(t, "c1", "m-short", "the ferry leaves at nine")
+    assert hit_ids(search_saved(t, "ZX-99321", search_mode="lexical")) == ["m-long"]

@@ -399,9 +399,11 @@ def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(page
         "t",
         "system",
         "Summary: the customer asked about refunds.",
-        msg_id="s0",
+        msg_id="summary-s0",  # as compaction names one
         metadata={"compacted_from": ["a", "b", "c"]},
     )
+    # A client's system turn naming compacted_from is no summary: it is not marked as one.
+    append(server, org, "t", "system", "A note.", msg_id="s1", metadata={"compacted_from": ["a"]})
     append(server, org, "t", "user", "Where do invoices live now?", msg_id="u1")
     append(
         server,
@@ -429,7 +431,7 @@ def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(page
     assert assistant.locator(".role").inner_text().lower() == "assistant"
     backgrounds = {
         tab.eval_on_selector(f'li[data-msg="{m}"]', "e => getComputedStyle(e).backgroundColor")
-        for m in ("u1", "a1", "s0", "x1")
+        for m in ("u1", "a1", "summary-s0", "x1")
     }
     assert len(backgrounds) == 4
     reasoning = assistant.locator("details")
@@ -437,13 +439,14 @@ def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(page
     assert not reasoning.locator("pre").is_visible()
     reasoning.locator("summary").click()
     assert reasoning.locator("pre").inner_text() == "The migration note says quartz."
-    assert "Compaction summary" in tab.locator('li[data-msg="s0"] .badge').inner_text()
+    assert "Compaction summary" in tab.locator('li[data-msg="summary-s0"] .badge').inner_text()
+    assert tab.locator('li[data-msg="s1"] .badge').count() == 0
     assert tab.locator('li[data-msg="x1"] button.save').count() == 0
     for sel in (
         'li[data-msg="u1"] .role',
         'li[data-msg="a1"] .role',
         'li[data-msg="a1"] time',
-        'li[data-msg="s0"] .badge',
+        'li[data-msg="summary-s0"] .badge',
         "#thread-meta",
         "#recording-note",
         'li[data-msg="a1"] .content',
@@ -517,6 +520,31 @@ def test_search_finds_a_turn_and_opens_its_thread(page, server, org):
     tab.wait_for_selector("#messages li.role-user")
     assert "duplicate invoice" in tab.inner_text("#messages")
     assert "billing" in tab.url
+
+
+def test_opening_a_hit_far_back_in_a_long_thread_shows_it(page, server, org):
+    """GIVEN a thread of 120 turns whose first holds a rare word
+    WHEN the user searches for that word and opens the hit
+    THEN the thread loads older pages until the turn is on screen, and scrolls to it."""
+    record(server, org)
+    for i in range(120):
+        text = "zebracorn first turn" if i == 0 else f"turn {i:03d}"
+        append(server, org, "big", ("user", "assistant")[i % 2], text, msg_id=f"m{i:03d}")
+    page.open(org, "support")
+    tab = page.tab
+    tab.fill("#search-query", "zebracorn")
+    tab.press("#search-query", "Enter")
+    hit = tab.locator('#search-results .item[data-thread="big"]', has_text="zebracorn")
+    hit.wait_for()
+    hit.click()
+    tab.wait_for_selector('#messages li[data-msg="m000"]')
+    page.wait_idle()
+    assert tab.locator('#messages li[data-msg="m000"]').is_visible()
+    in_view = tab.eval_on_selector(
+        '#messages li[data-msg="m000"]',
+        "e => { const r = e.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }",
+    )
+    assert in_view
 
 
 def test_threads_and_turns_page_newest_first(page, server, org):
@@ -747,6 +775,33 @@ def test_briefs_open_only_when_asked_browse_revisions_and_delete_after_confirmin
 
 
 # ---- phone width and signed-in callers ----------------------------------------------------
+
+
+def test_a_full_brief_list_says_so_and_a_project_filter_reaches_the_others(page, server, org):
+    """GIVEN 51 briefs: the oldest of project "archive", 50 newer of project "billing"
+    WHEN the page lists them, then filters by project "archive"
+    THEN the list shows 50 and says more may exist; the filter lists the archive brief, and
+    the note goes."""
+    common = {"org": org, "namespace": "support", "agent": "coder"}
+    call(server, "session.brief_save", **common, project="archive", branch="old",
+         sections={"goal": "The oldest goal"})  # fmt: skip
+    for i in range(50):
+        call(server, "session.brief_save", **common, project="billing", branch=f"b{i:02d}",
+             sections={"goal": f"Goal {i}"})  # fmt: skip
+    page.open(org, "support")
+    tab = page.tab
+    tab.locator("#briefs .item").first.wait_for()
+    assert tab.locator("#briefs .item").count() == 50
+    assert tab.is_visible("#briefs-capped")
+    assert tab.locator('#briefs .item[data-brief="auto/archive/old"]').count() == 0
+
+    tab.fill("#briefs-project", "archive")
+    tab.press("#briefs-project", "Enter")
+    tab.wait_for_selector('#briefs .item[data-brief="auto/archive/old"]')
+    page.wait_idle()
+    assert tab.locator("#briefs .item").count() == 1
+    assert tab.is_hidden("#briefs-capped")
+    assert page.calls("session.brief_list")[-1]["project"] == "archive"
 
 
 def test_phone_width_has_no_sideways_scroll(browser, server, org):

@@ -32,24 +32,34 @@ function briefItem(b) {
   );
 }
 
+const LIST_LIMIT = 50; // the most session.brief_list answers at once
+
 export async function loadBriefs() {
   const mine = ++generation;
   setError("briefs-error", "");
   const list = $("briefs");
+  const project = $("briefs-project").value.trim();
   try {
     const answer = await state.api.call("session.brief_list", {
       ...scope(),
       agent: AGENT,
-      limit: 50,
+      limit: LIST_LIMIT,
+      ...(project ? { project } : {}),
     });
     if (mine !== generation) return;
     const rows = answer.briefs || [];
     list.replaceChildren(...rows.map(briefItem));
+    $("briefs-empty").textContent = project
+      ? `No briefs of project ${project} in this namespace.`
+      : "No briefs in this namespace.";
     $("briefs-empty").hidden = rows.length > 0;
+    // A full page may not be all of them: say so, and how to reach the others.
+    $("briefs-capped").hidden = rows.length < LIST_LIMIT;
   } catch (err) {
     if (mine !== generation) return;
     list.replaceChildren();
     $("briefs-empty").hidden = true;
+    $("briefs-capped").hidden = true;
     setError("briefs-error", describe(err));
   }
 }
@@ -158,6 +168,10 @@ async function confirmed() {
 
 export function initBriefs() {
   $("briefs-refresh").addEventListener("click", loadBriefs);
+  $("briefs-filter").addEventListener("submit", (e) => {
+    e.preventDefault();
+    loadBriefs();
+  });
   $("brief-revision").addEventListener("change", (e) => fetchBrief(Number(e.target.value)));
   $("brief-full").addEventListener("change", () => fetchBrief(Number($("brief-revision").value)));
   $("brief-close").addEventListener("click", () => opened && leaveBrief(opened.key));

@@ -18,9 +18,14 @@ const SAVE_REFUSALS = {
 let open = null; // { namespace, threadId, offset, total, generation, loading }
 let generation = 0;
 
+// A compaction summary as the server knows one: a system turn under a summary id whose
+// metadata lists the msg_ids it replaced (a client's metadata alone makes no turn one).
 function compactedFrom(message) {
   const from = message.metadata && message.metadata.compacted_from;
-  return message.role === "system" && Array.isArray(from) ? from : null;
+  const listed = Array.isArray(from) && from.every((id) => typeof id === "string");
+  return message.role === "system" && message.msg_id.startsWith("summary-") && listed
+    ? from
+    : null;
 }
 
 function saveButton(message) {
@@ -154,14 +159,28 @@ export async function openThread({ namespace, threadId, msgId = null, focus = tr
     $("thread-meta").textContent = answer.found
       ? `${plural(answer.msg_count, "message")} · id ${threadId}${where}`
       : `No live messages in thread ${threadId}${where}.`;
-    if (msgId) {
-      const target = $("messages").querySelector(`li[data-msg="${CSS.escape(msgId)}"]`);
-      if (target) target.scrollIntoView({ block: "center" });
-    }
+    if (msgId) await reveal(view, msgId);
   } catch (err) {
     if (view.generation !== generation) return;
     $("thread-meta").textContent = "";
     setError("thread-error", describe(err));
+  }
+}
+
+const REVEAL_PAGES = 40; // how far back (pages of PAGE turns) opening a hit goes looking
+
+/** Bring a turn on screen: older pages are loaded until it is there (a search hit or saved
+ * message can be far back in a long thread), then it is scrolled to. */
+async function reveal(view, msgId) {
+  const find = () => $("messages").querySelector(`li[data-msg="${CSS.escape(msgId)}"]`);
+  for (let pages = 0; !find() && !$("thread-earlier").hidden && pages < REVEAL_PAGES; pages++) {
+    if (!(await loadPage(view))) return; // another thread was opened meanwhile
+  }
+  const target = find();
+  if (target) {
+    target.scrollIntoView({ block: "center" });
+  } else if (view.generation === generation) {
+    announce("That message is not among the turns shown: deleted, or further back.");
   }
 }
 

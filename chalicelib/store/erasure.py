@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from psycopg import Connection, sql
 
+from chalicelib.auth import personal_namespace
 from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
 from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
-from chalicelib.store.conversations import take_thread_leases
+from chalicelib.store.conversations import summary_row, take_thread_leases
 from chalicelib.store.turn_windows import rewrite_thread_windows
 
 Kind = Literal["user", "namespace_list"]
@@ -108,7 +109,7 @@ class Subject:
             "org": self.org,
             "namespaces": list(self.namespaces) if self.namespaces is not None else None,
             "user": user,
-            "personal": f"@me:{user}",  # the user's personal collection is all theirs
+            "personal": personal_namespace(user),  # the user's personal collection is all theirs
             "brief_prefix": f"~{user}~",
         }
 
@@ -158,7 +159,7 @@ def _doomed(s: Subject) -> sql.Composable:
         " UNION SELECT c.namespace, c.thread_id, c.agent, c.msg_id, false"
         " FROM loom.conversations c JOIN doomed d ON c.org = %(org)s"
         " AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
-        " WHERE c.role = 'system' AND c.metadata->'compacted_from' ? d.msg_id)"
+        " WHERE " + summary_row("c") + " AND c.metadata->'compacted_from' ? d.msg_id)"
     ).format(subj=subject_match(CONVERSATIONS, s, "c"))
 
 
@@ -250,21 +251,29 @@ def erase_threads(
         ).format(subj=subj_t),
         params,
     )
-    # A title the titler wrote from turns now erased may quote them: it titles the thread again.
+    # A title the titler wrote may quote the subject's turns (every thread of the batch holds
+    # some, live, tombstoned or expired with only an embedding row left): it titles the
+    # thread again, a deleted thread's title is cleared all the same.
     conn.execute(
         "WITH " + _BATCH + " UPDATE loom.conversation_threads t SET title = '',"
         " title_by_titler = false,"
         " metadata = t.metadata - 'title_refused', title_claimed_until = NULL FROM batch b"
-        " WHERE " + _IN_BATCH.format(a="t") + " AND t.tombstoned_at IS NULL"
-        " AND (t.title_by_titler AND t.title <> '' OR t.metadata ? 'title_refused')"
-        " AND EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = t.org"
-        "  AND c.namespace = t.namespace AND c.thread_id = t.thread_id"
-        "  AND c.tombstoned_at = %(now)s)",
+        " WHERE " + _IN_BATCH.format(a="t") + ""
+        " AND (t.title_by_titler AND t.title <> '' OR t.metadata ? 'title_refused')",
         params,
     )
     removed = _purge_threads(conn, s, params) if purge else {}
     for namespace, thread_id in threads:  # no window or context vector keeps erased text
         rewrite_thread_windows(conn, s.org, namespace, thread_id)
+    # A tombstoned row's window and context vector are read by nothing, but may hold the
+    # subject's words: they go too (a row brought back is given both afresh).
+    conn.execute(
+        "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e SET window_tsv = NULL,"
+        " window_len = 0, context_embedding = e.embedding, context_of = NULL FROM batch b"
+        " WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NOT NULL"
+        " AND (e.window_tsv IS NOT NULL OR e.context_of IS NOT NULL)",
+        params,
+    )
     return tomb, removed
 
 

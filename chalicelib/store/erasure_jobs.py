@@ -15,6 +15,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from chalicelib.auth import ME
 from chalicelib.store.erasure import Subject
 from chalicelib.store.job_claims import CLAIM_SET, LOST_WORKER
 
@@ -127,9 +128,10 @@ def save_progress(
     )  # fmt: skip
 
 
-# The erasures whose subject holds a user's rows in a namespace: the user's, or the namespace's.
+# The erasures whose subject holds a user's rows in a namespace: the user's (any row of their
+# personal collection is theirs, whatever user_id it was written with), or the namespace's.
 _COVERS = (
-    "org = %(org)s AND (kind = 'user' AND user_id = %(user)s"
+    "org = %(org)s AND (kind = 'user' AND (user_id = %(user)s OR %(ns)s = %(me)s || ':' || user_id)"
     " AND (namespaces IS NULL OR %(ns)s = ANY(namespaces))"
     " OR kind = 'namespace_list' AND %(ns)s = ANY(namespaces))"
 )
@@ -142,7 +144,7 @@ def erase_again(
     erasure of them that may have run meanwhile runs again, so the late write is erased too.
     An open one starts over when it ends; one finished since `since` comes back as a new job
     (or marks the subject's open job). Returns the jobs asked."""
-    params = {"org": org, "ns": namespace, "user": user_id, "since": since}
+    params = {"org": org, "ns": namespace, "user": user_id, "since": since, "me": ME}
     asked = conn.execute(
         "UPDATE loom.erasure_jobs SET rerun = true, updated_at = now()"
         " WHERE status IN ('pending', 'running') AND " + _COVERS,

@@ -112,20 +112,20 @@ def test_summaries_built_from_the_users_turns_go_with_them(t, pool, org):
     """
     a = t.append("th-1", "zanzibar wants the invoices in euros", user_id=ANN)["msg_id"]
     b = t.append("th-1", "bob wants the invoices weekly", user_id=BOB)["msg_id"]
-    _summary(pool, org, "sum-a", [a], "summary: zanzibar wants euros")
-    _summary(pool, org, "sum-aa", ["sum-a"], "summary of summaries: zanzibar, euros")
-    _summary(pool, org, "sum-b", [b], "summary: bob wants weekly invoices")
+    _summary(pool, org, "summary-a", [a], "summary: zanzibar wants euros")
+    _summary(pool, org, "summary-aa", ["summary-a"], "summary of summaries: zanzibar, euros")
+    _summary(pool, org, "summary-b", [b], "summary: bob wants weekly invoices")
 
     erase(t, kind="user", user_id=ANN)
 
     gone = {r["msg_id"] for r in turn_rows(pool, org) if r["tombstoned_at"] is not None}
-    assert gone == {a, "sum-a", "sum-aa"}
+    assert gone == {a, "summary-a", "summary-aa"}
     dead = {r["msg_id"] for r in embedding_rows(pool, org) if r["tombstoned_at"] is not None}
-    assert dead == {a, "sum-a", "sum-aa"}
+    assert dead == {a, "summary-a", "summary-aa"}
 
     erase(t, kind="user", user_id=ANN, purge=True)
-    assert {r["msg_id"] for r in turn_rows(pool, org)} == {b, "sum-b"}
-    assert {r["msg_id"] for r in embedding_rows(pool, org)} == {b, "sum-b"}
+    assert {r["msg_id"] for r in turn_rows(pool, org)} == {b, "summary-b"}
+    assert {r["msg_id"] for r in embedding_rows(pool, org)} == {b, "summary-b"}
 
 
 def test_a_title_the_titler_wrote_from_erased_turns_is_cleared(t, pool, org):
@@ -192,3 +192,74 @@ def test_no_window_or_context_vector_of_another_users_turn_keeps_erased_words(t,
         ).fetchone()
     assert holders == []
     assert context == (None, True)
+
+
+def test_a_clients_system_turn_naming_an_erased_turn_is_not_erased(t, pool, org):
+    """GIVEN Ann's turn, and Bob's own system turn whose metadata names it in compacted_from
+    (a client's note, not a summary compaction wrote)
+    WHEN Ann is erased with purge
+    THEN Ann's turn is gone and Bob's stays: only a compaction summary goes with its turns."""
+    a = t.append("th-1", "zanzibar wants the invoices in euros", user_id=ANN, msg_id="m-ann")
+    t.append("th-1", "bob's own note: weekly invoices", role="system", user_id=BOB,
+             msg_id="note-bob", metadata={"compacted_from": [a["msg_id"]]}, agent="a2")  # fmt: skip
+    erase(t, kind="user", user_id=ANN, purge=True)
+    assert {r["msg_id"] for r in turn_rows(pool, org)} == {"note-bob"}
+
+
+def _titler_title(pool, org, thread_id, title):
+    """A title as the titler writes it."""
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO loom.conversation_threads (org, namespace, thread_id, agent, title,"
+            " origin, title_by_titler) VALUES (%s, %s, %s, 'a1', %s, 'titler', true)",
+            (org, NS, thread_id, title),
+        )
+
+
+def _titles(pool, org):
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT thread_id, title FROM loom.conversation_threads WHERE org = %s", (org,)
+        ).fetchall()
+    return dict(rows)
+
+
+def test_a_titler_title_of_a_deleted_or_expired_turns_thread_is_cleared(t, pool, org):
+    """GIVEN two threads titled by the titler from Ann's words: one deleted before the
+    erasure, one whose turn of Ann's the TTL expired (Bob's turn beside it live)
+    WHEN Ann is erased with purge
+    THEN neither title keeps her words."""
+    t.append("th-del", "zanzibar plans the lighthouse party", user_id=ANN)
+    _titler_title(pool, org, "th-del", "Zanzibar's lighthouse party")
+    t.ok("conversation.delete", thread_id="th-del", confirm_thread_id="th-del", agent="*",
+         as_="admin")  # fmt: skip
+    a = t.append("th-exp", "zanzibar plans the harbour picnic", user_id=ANN)["msg_id"]
+    t.append("th-exp", "bob brings the lanterns", user_id=BOB)
+    _titler_title(pool, org, "th-exp", "Zanzibar's harbour picnic")
+    _expire(pool, org, a)
+    erase(t, kind="user", user_id=ANN, purge=True)
+    assert not any("anzibar" in title for title in _titles(pool, org).values())
+
+
+def test_a_tombstoned_neighbours_window_and_context_lose_the_erased_words(t, pool, org):
+    """GIVEN Bob's turns around Ann's in one thread, Bob's copies deleted by his agent first
+    (their windows and context vectors were built with Ann's turn)
+    WHEN Ann is erased
+    THEN no row of the thread, live or tombstoned, holds her word in its window or names her
+    turn as its context."""
+    t.append("th-1", "the ferry timetable changes next week", msg_id="m-1", user_id=BOB,
+             agent="a2")  # fmt: skip
+    t.append("th-1", "my cousin Xanthippe arrives on the ferry", msg_id="m-2", user_id=ANN,
+             agent="a1")  # fmt: skip
+    t.append("th-1", "then book two seats on the early boat", msg_id="m-3", user_id=BOB,
+             agent="a2")  # fmt: skip
+    t.ok("conversation.delete", thread_id="th-1", confirm_thread_id="th-1", agent="a2",
+         as_="admin")  # fmt: skip
+    erase(t, kind="user", user_id=ANN)
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT msg_id, coalesce(window_tsv @@ 'xanthipp'::tsquery, false), context_of"
+            " FROM loom.conversation_embeddings WHERE org = %s ORDER BY msg_id",
+            (org,),
+        ).fetchall()
+    assert rows and not any(holds or context == "m-2" for _, holds, context in rows), rows

@@ -234,6 +234,33 @@ def test_an_extraction_that_outlasts_an_erasure_of_its_user_is_erased_too(
     assert [j[0] for j in jobs] == ["done", "done"]
 
 
+def test_an_extraction_into_a_users_personal_collection_that_outlasts_her_erasure_goes_too(
+    t, deps, pool, org
+):
+    """GIVEN an extraction written into ann's personal collection (@me:ann) with no user_id
+    named, whose model call outlasts an erasure of ann
+    WHEN the extraction writes its fact afterwards and the erasure worker runs
+    THEN the erasure runs again and nothing of it is left: every row of her personal
+    collection is hers, whatever user_id it was written with."""
+    personal = f"@me:{ANN}"
+
+    def erase():
+        done = t.ok("erasure.request", kind="user", user_id=ANN, namespace=None)
+        assert done["status"] == "done", done
+
+    deps._llm = ErasingLLM(erase, "The user lives in Lisbon.")
+    t.ok("memory.set_from_messages", agent="a1", namespace=personal,
+         messages=[{"role": "user", "content": "I moved to Lisbon last month."}])  # fmt: skip
+    worker.run_erasure_jobs(deps)
+    with pool.connection() as conn:
+        live = conn.execute(
+            "SELECT count(*) FROM loom.memories WHERE org = %s AND namespace = %s"
+            " AND retired_at IS NULL",
+            (org, personal),
+        ).fetchone()[0]
+    assert live == 0
+
+
 def test_an_open_erasure_asked_to_run_again_starts_over_when_it_ends(t, deps, pool, org):
     """GIVEN a deferred erasure of ann, asked to run again (a write for ann landed while it
     was open)

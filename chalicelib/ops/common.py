@@ -53,3 +53,20 @@ class OrgScoped(OpInput):
 
 class AgentScoped(OrgScoped):
     agent: Ident
+
+
+# A B-tree entry holds at most 2,704 bytes: a row whose key columns take more cannot be
+# indexed. The ids that key a turn (org, namespace, thread, message, agent or model) are
+# bounded together, below that with room for the model's name and the entry's own overhead.
+TURN_KEY_BYTES_MAX = 2_400
+
+
+def check_turn_key(*ids: str) -> None:
+    """Refuse ids that together would not fit a turn's index entries (a 422 before anything is
+    written, where the database would refuse them halfway through)."""
+    size = sum(len(i.encode("utf-8", "surrogatepass")) for i in ids)
+    if size > TURN_KEY_BYTES_MAX:
+        raise ValueError(
+            f"the message's ids (org, namespace, thread, message id, agent) take {size} bytes"
+            f" of UTF-8; together they may take at most {TURN_KEY_BYTES_MAX}"
+        )

@@ -7,11 +7,11 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError, ValidationFailedError
-from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
+from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped, check_turn_key
 from chalicelib.ops.conversation_search import SearchMode, fan_out, search_turns
 from chalicelib.ops.turn_writer import AppendReason, record_turns
 from chalicelib.registry import OpContext, op
@@ -103,6 +103,12 @@ class AppendInput(AgentScoped):
     tokens: int = Field(default=0, ge=0, le=2**31 - 1)
 
     _bounded = field_validator("metadata")(_metadata_bounded)
+
+    @model_validator(mode="after")
+    def _key_fits(self) -> AppendInput:
+        msg_id = self.msg_id or "h-" + "0" * 32  # a derived id's length
+        check_turn_key(self.org, self.namespace, self.thread_id, msg_id, self.agent)
+        return self
 
 
 class AppendOutput(OpOutput):

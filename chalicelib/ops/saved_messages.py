@@ -7,13 +7,13 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import UnavailableError, ValidationFailedError
 from chalicelib.legs import beside
-from chalicelib.ops.common import AgentScoped, Ident, OpOutput
+from chalicelib.ops.common import AgentScoped, Ident, OpOutput, check_turn_key
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op
@@ -58,6 +58,11 @@ class SaveInput(AgentScoped):
     role: Literal["user", "assistant"]
     content: Annotated[str, StringConstraints(max_length=1_000_000)]
     user_id: Ident
+
+    @model_validator(mode="after")
+    def _key_fits(self) -> SaveInput:
+        check_turn_key(self.org, self.namespace, self.conversation_id, self.message_id, self.agent)
+        return self
 
 
 class SaveOutput(OpOutput):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from chalicelib.auth import mint_token
 from tests.integration.test_conversation_support import snapshot
 
@@ -63,4 +65,30 @@ def test_a_saved_message_whose_words_overflow_a_tsvector_answers_422(api, deps, 
     )
     assert status == 422, body
     assert body["error"]["code"] == "validation_error"
+    assert snapshot(pool, org) == before
+
+
+@pytest.mark.parametrize("op", ["conversation.append", "conversation.save_message"])
+def test_turn_ids_too_wide_for_the_embedding_indexes_answer_422_and_store_nothing(
+    api, deps, org, pool, op
+):
+    """GIVEN a recording namespace and a thread of 256 characters, a message id of 150, all
+    of four bytes each: the transcript's own key fits, the embedding row's (with the model's
+    name) would not
+    WHEN the message is appended or saved, then sent again
+    THEN each answers 422 naming the ids' size, and nothing is stored (before, the turn was
+    kept, never indexed, and the second append answered duplicate)."""
+    token = mint_token(deps, org=org, role="org_admin")
+    namespace = _wide(256, 4)
+    api.post("conversation.set_logging", token=token, namespace=namespace, enabled=True)
+    ids = {"namespace": namespace, "agent": "a", "role": "user", "content": "the ferry is late"}
+    if op == "conversation.append":
+        body = {**ids, "thread_id": _wide(256, 5), "msg_id": _wide(150, 6)}
+    else:
+        body = {**ids, "conversation_id": _wide(256, 5), "message_id": _wide(150, 6),
+                "user_id": "u1"}  # fmt: skip
+    before = snapshot(pool, org)
+    for _ in range(2):
+        status, out = api.post(op, token=token, **body)
+        assert status == 422 and "bytes" in out["error"]["message"], out
     assert snapshot(pool, org) == before

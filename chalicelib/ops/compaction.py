@@ -42,6 +42,14 @@ class CompactOutput(OpOutput):
     reason: str
 
 
+def summary_msg_id(agent: str, sources: list[str]) -> str:
+    """A summary's id: from its agent and the msg_ids it replaces, so a failed run's summary of
+    the same turns is replaced in place, and two agents' summaries of their own copies of the
+    same turns are two turns, each with its own embedding row."""
+    digest = hashlib.sha256("\x1f".join([agent, *sources]).encode()).hexdigest()[:24]
+    return store.SUMMARY_ID_PREFIX + digest
+
+
 def is_summary(turn: dict[str, Any]) -> bool:
     """A compaction's summary (store.summary_row): a system turn under a summary id whose
     metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
@@ -191,14 +199,14 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         if retired.keys != wanted:  # only the call that retires the turns writes a summary
             conn.rollback()
             return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
-        digest = hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
-        summary_id = store.SUMMARY_ID_PREFIX + digest
         first = kept[0]
+        author = agent or first["agent"]
+        summary_id = summary_msg_id(author, sources)
         turn = store.NewTurn(
             org=inp.org,
             namespace=inp.namespace,
             thread_id=inp.thread_id,
-            agent=agent or first["agent"],
+            agent=author,
             msg_id=summary_id,
             role="system",
             content=summary,

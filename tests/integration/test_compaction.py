@@ -4,7 +4,6 @@ are tombstoned, and saved or high turns are never summarised."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from datetime import datetime
 
@@ -12,7 +11,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from chalicelib.auth import local_caller
-from chalicelib.ops.compaction import SUMMARIZER_SYSTEM
+from chalicelib.ops.compaction import SUMMARIZER_SYSTEM, summary_msg_id
 from chalicelib.providers.llm import LLMError, LLMResult, ScriptedLLM
 from chalicelib.registry import call
 from tests.integration.test_conversation_support import NS, snapshot
@@ -157,6 +156,27 @@ def test_a_clients_metadata_naming_compacted_from_makes_no_summary(
     assert all(content(i) in prompt for i in range(10))
     summary = listed(t)[0]
     assert summary["metadata"]["compacted_from"] == ids[:10]
+
+
+def test_two_agents_summaries_of_their_own_copies_are_each_indexed(t, deps, pool, org):
+    """GIVEN agents a1 and a2 that each logged the same 14 turns
+    WHEN each compacts its own copies (keep_recent 10)
+    THEN each gets a summary of its own id, each with a live embedding row holding its own
+    text, and a2's summary is found by search once a1's copies are deleted."""
+    for agent in ("a1", "a2"):
+        build(t, 14, agent=agent)
+    scripted(deps, SUMMARY, "A second summary: the orchard and the kiln, by the other agent.")
+    first = compacted(t, agent="a1")
+    second = compacted(t, agent="a2")
+    assert first["compacted"] and second["compacted"]
+    assert first["summary_msg_id"] != second["summary_msg_id"]
+    vecs = {v["msg_id"]: v for v in vectors(pool, org)}
+    for out in (first, second):
+        row = vecs[out["summary_msg_id"]]
+        assert row["tombstoned_at"] is None and row["has_vector"], row
+    t.ok("conversation.delete", agent="a1", thread_id="th", confirm_thread_id="th", as_="admin")
+    found = t.hit_ids("the other agent orchard kiln", search_mode="lexical", agent="*")
+    assert second["summary_msg_id"] in found
 
 
 def test_fewer_new_turns_than_min_to_compact_are_left_alone(t, deps, pool, org):
@@ -362,7 +382,7 @@ def test_a_failed_runs_summary_is_replaced_unread(t, deps, pool, org):
     for i in range(20):
         ids.append(t.append("th", content(i), role=("user", "assistant")[i % 2])["msg_id"])
     stale_from = ids[:4]
-    stale_id = "summary-" + hashlib.sha256("\x1f".join(stale_from).encode()).hexdigest()[:24]
+    stale_id = summary_msg_id("a1", stale_from)
     execute(
         pool,
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role,"

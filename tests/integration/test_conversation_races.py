@@ -8,7 +8,6 @@ window and not yet taken the lease), or while an embed is held by an event.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from chalicelib.auth import local_caller
+from chalicelib.ops.compaction import summary_msg_id
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.providers.llm import LLMResult
 from chalicelib.registry import call
@@ -451,7 +451,7 @@ def test_a_failed_runs_summary_of_the_same_turns_is_replaced_in_place(t, deps, p
     """
     build(t, 8)
     sources = [f"m{i:02d}" for i in range(6)]
-    stale_id = "summary-" + hashlib.sha256("\x1f".join(sources).encode()).hexdigest()[:24]
+    stale_id = summary_msg_id("a1", sources)
     execute(
         pool,
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role,"

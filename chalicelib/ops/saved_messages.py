@@ -23,7 +23,7 @@ from chalicelib.sensitivity import (
     reads_as_high,
 )
 from chalicelib.store import saved_messages as store
-from chalicelib.store.conversations import NewTurn, take_thread_lease
+from chalicelib.store.conversations import NewTurn, settle_turn_embedding, take_thread_lease
 from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import read_connection
 from chalicelib.store.saved_search import lexical_leg, vector_leg
@@ -234,9 +234,11 @@ def unsave_message(inp: UnsaveInput, ctx: OpContext) -> UnsaveOutput:
         if unflagged is not None:
             agent, saved_only = unflagged
             removed = saved_only and not conversation_logging_enabled(conn, inp.org, inp.namespace)
+            store.withdraw_embedding(conn, *key, inp.message_id)
             if removed:
                 store.remove_turn(conn, *key, agent, inp.message_id)
-            store.withdraw_embedding(conn, *key, inp.message_id, tombstone=removed)
+                # Another agent's live copy may hold the row: it passes there, else goes.
+                settle_turn_embedding(conn, *key, inp.message_id)
     return UnsaveOutput(
         conversation_id=inp.conversation_id,
         message_id=inp.message_id,

@@ -39,14 +39,26 @@ def take_thread_leases(conn: Connection, org: str, threads: list[tuple[str, str]
 def existing_copies(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
 ) -> dict[str, TurnState]:
-    """Which of this agent's copies of these turns exist already: a primary-key read."""
+    """Which of this agent's copies of these turns exist already: a primary-key read. A live
+    copy there only because a user saved it is the transcript's now, where the namespace
+    records: an unsave leaves it in place."""
     rows = conn.execute(
-        "SELECT msg_id, tombstoned_at IS NOT NULL FROM loom.conversations"
+        "SELECT msg_id, tombstoned_at IS NOT NULL, saved_only FROM loom.conversations"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s"
         " AND msg_id = ANY(%s)",
         (org, namespace, thread_id, agent, msg_ids),
     ).fetchall()
-    return {msg_id: ("tombstoned" if gone else "live") for msg_id, gone in rows}
+    saved_only = [msg_id for msg_id, gone, only in rows if only and not gone]
+    if saved_only:
+        conn.execute(
+            "UPDATE loom.conversations c SET saved_only = false WHERE c.org = %s"
+            " AND c.namespace = %s AND c.thread_id = %s AND c.agent = %s"
+            " AND c.msg_id = ANY(%s) AND c.saved_only AND EXISTS (SELECT 1"
+            "  FROM loom.namespaces n WHERE n.org = c.org AND n.namespace = c.namespace"
+            "  AND n.conversation_logging_enabled)",
+            (org, namespace, thread_id, agent, saved_only),
+        )
+    return {msg_id: ("tombstoned" if gone else "live") for msg_id, gone, _ in rows}
 
 
 @dataclass(frozen=True)
@@ -556,30 +568,50 @@ PASSED_TO_HOLDER = (
 )
 
 
-def _settle_thread_embeddings(conn: Connection, now: datetime, scope: tuple[str, str, str]) -> int:
+def _settle_thread_embeddings(
+    conn: Connection, now: datetime, scope: tuple[str, str, str], msg_id: str | None = None
+) -> int:
     """Pass rows whose own agent holds no live copy to another holder (with its agent, role,
-    user, run and saved state), else tombstone them.
+    user, run and saved state), else tombstone them; a row flagged saved by a user whose saved
+    copy is gone takes a holder's state too (the flag must not outlive the save). One turn's
+    rows with `msg_id`, else the thread's.
 
     Returns the turns tombstoned (one per turn however many models hold it).
     """
+    rows_of = "e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
+    params: tuple[Any, ...] = scope
+    if msg_id is not None:
+        rows_of += " AND e.msg_id = %s"
+        params = (*scope, msg_id)
     conn.execute(
-        "UPDATE loom.conversation_embeddings e SET " + PASSED_TO_HOLDER + ""
-        " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
-        " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ""
+        "UPDATE loom.conversation_embeddings e SET " + PASSED_TO_HOLDER + " WHERE " + rows_of + ""
+        " AND (NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ""
         "   AND h.agent = e.agent)"
+        "  OR e.is_saved AND NOT EXISTS (SELECT 1 FROM loom.conversations s WHERE s.org = e.org"
+        "   AND s.namespace = e.namespace AND s.thread_id = e.thread_id AND s.msg_id = e.msg_id"
+        "   AND s.is_saved AND s.user_id = e.user_id AND s.tombstoned_at IS NULL))"
         " AND EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ")",
-        scope,
+        params,
     )
     rows = conn.execute(
-        "UPDATE loom.conversation_embeddings e SET tombstoned_at = %s"
-        " WHERE e.org = %s AND e.namespace = %s AND e.thread_id = %s AND e.tombstoned_at IS NULL"
+        "UPDATE loom.conversation_embeddings e SET tombstoned_at = %s WHERE " + rows_of + ""
         " AND NOT EXISTS (SELECT 1 FROM loom.conversations h WHERE " + HOLDS_EMBEDDING + ")"
         " RETURNING e.msg_id",
-        (now, *scope),
+        (now, *params),
     ).fetchall()
     if rows:  # the windows of the turns around them no longer read their text
         rewrite_thread_windows(conn, *scope)
     return len({r[0] for r in rows})
+
+
+def settle_turn_embedding(
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str
+) -> None:
+    """Once a copy of a turn is gone: its embedding row passes to another live copy holding
+    it, else is tombstoned (the caller holds the thread's lease)."""
+    _settle_thread_embeddings(
+        conn, database_clock(conn), (org, namespace, thread_id), msg_id=msg_id
+    )
 
 
 # ---- compaction ----------------------------------------------------------------------------

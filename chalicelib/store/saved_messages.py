@@ -10,7 +10,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.store.conversations import NewTurn
-from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
+from chalicelib.store.turn_windows import rewrite_windows_from
 
 # The tsvector of a row's whole text (its first 500,000 characters when the whole would pass
 # a tsvector's 1 MB: loom.saved_tsvector) and its length in tokens, for the BM25 leg.
@@ -157,18 +157,14 @@ def unflag_saved(
 
 
 def withdraw_embedding(
-    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, *, tombstone: bool
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str
 ) -> None:
-    """Clear the embedding row's flag; tombstone it when the turn itself goes, and rewrite the
-    windows and context vectors that read it (the caller holds the thread's lease)."""
+    """Clear the embedding row's saved flag (the caller holds the thread's lease)."""
     conn.execute(
-        "UPDATE loom.conversation_embeddings SET is_saved = false, saved_at = NULL,"
-        " tombstoned_at = CASE WHEN %s THEN clock_timestamp() ELSE tombstoned_at END"
+        "UPDATE loom.conversation_embeddings SET is_saved = false, saved_at = NULL"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s",
-        (tombstone, org, namespace, thread_id, msg_id),
+        (org, namespace, thread_id, msg_id),
     )
-    if tombstone:
-        rewrite_thread_windows(conn, org, namespace, thread_id)
 
 
 def remove_turn(

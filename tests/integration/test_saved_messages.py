@@ -447,3 +447,47 @@ def test_a_message_two_agents_logged_is_saved_once_for_its_user(t, pool, org):
     assert [r["message_id"] for r in list_saved(t)["rows"]].count("m1") == 1
     assert hit_ids(search_saved(t, "lighthouse keeper rows dawn", search_mode="lexical"))[:2] == [
         "m1", "m2"]  # fmt: skip
+
+
+def test_unsave_removing_a_saved_only_copy_leaves_another_agents_copy_indexed(t, pool, org):
+    """GIVEN m1 saved by u1 through a1 while the namespace did not record, then logged by a2
+    (recording on) with m2 after it, and recording off again
+    WHEN u1 unsaves m1 (a1's copy existed only because of the save: it is removed)
+    THEN a2's copy keeps the embedding row, live, and a2's search still finds m1."""
+    t.set_logging(NS, False)
+    save(t, "c1", "m1", "the quarry barge leaves at dawn", agent="a1")
+    t.set_logging(NS, True)
+    t.append("c1", "the quarry barge leaves at dawn", msg_id="m1", agent="a2")
+    t.append("c1", "and the kiln fires at noon", msg_id="m2", agent="a2", role="assistant")
+    t.set_logging(NS, False)
+    assert unsave(t, "c1", "m1")["removed"] is True
+    (vec,) = vectors(pool, org, "m1")
+    assert vec["tombstoned_at"] is None and not vec["is_saved"]
+    assert "m1" in t.hit_ids("quarry barge dawn", agent="a2", search_mode="lexical")
+
+
+def test_a_saved_only_copy_the_client_then_appends_stays_after_unsave(t, pool, org):
+    """GIVEN m1 saved by u1 where the transcript did not hold it, then appended by the client
+    (answered duplicate) while the namespace records, and recording switched off
+    WHEN u1 unsaves m1
+    THEN the turn stays (removed false): the owner recorded it."""
+    save(t, "c1", "m1", "the quarry barge leaves at dawn", agent="a1")
+    assert t.append("c1", "the quarry barge leaves at dawn", msg_id="m1")["reason"] == "duplicate"
+    t.set_logging(NS, False)
+    assert unsave(t, "c1", "m1")["removed"] is False
+    assert [r["tombstoned_at"] for r in transcript(pool, org, "m1")] == [None]
+
+
+def test_a_saved_flag_goes_with_the_saved_copy_when_it_is_deleted(t, pool, org):
+    """GIVEN m1 logged by a1 and a2 (one shared embedding row, a1's), saved by u1 through a2
+    WHEN a2's copies are deleted
+    THEN the row is no longer flagged saved: u1's saved search does not find m1 (which u1
+    could neither list nor withdraw any more), and a1's copy keeps the row, live."""
+    text = "the quarry barge leaves at dawn"
+    t.append("c1", text, msg_id="m1", agent="a1")
+    t.append("c1", text, msg_id="m1", agent="a2")
+    save(t, "c1", "m1", text, agent="a2")
+    t.ok("conversation.delete", agent="a2", thread_id="c1", confirm_thread_id="c1", as_="admin")
+    (vec,) = vectors(pool, org, "m1")
+    assert vec["tombstoned_at"] is None and not vec["is_saved"]
+    assert search_saved(t, "quarry barge dawn", search_mode="semantic") == []

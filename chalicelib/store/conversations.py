@@ -544,7 +544,10 @@ def summary_row(alias: str) -> str:
 # compaction summary) and its first 2,048 characters are the row's text. A row of exactly 240
 # characters (an earlier build's cut, or a turn of that length) is held by a copy whose first
 # 2,048 characters are those of the row's own agent's message (live or not); with no such
-# message row left (the TTL removed it), by none.
+# message row left (the TTL removed it), by none. Another agent's copy holds it only with the
+# whole text of the row's own agent's message, where that is still stored: the row was
+# indexed once that text passed the guard, and a copy whose text goes on past the indexed
+# part (with a secret, say) was never checked for it.
 HOLDS_EMBEDDING = (
     "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
     " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
@@ -554,6 +557,9 @@ HOLDS_EMBEDDING = (
     "  AND o.msg_id = e.msg_id AND o.agent = e.agent"
     "  AND left(o.content, 2048) = left(h.content, 2048))"
     " ELSE left(h.content, 2048) = e.text END"
+    " AND (h.agent = e.agent OR NOT EXISTS (SELECT 1 FROM loom.conversations o"
+    "  WHERE o.org = e.org AND o.namespace = e.namespace AND o.thread_id = e.thread_id"
+    "  AND o.msg_id = e.msg_id AND o.agent = e.agent AND o.content <> h.content))"
 )
 
 

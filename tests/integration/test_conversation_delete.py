@@ -247,3 +247,18 @@ def test_a_240_character_row_whose_agents_turn_expired_is_tombstoned(t, pool, or
     rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th-240")}
     assert len(rows[a["msg_id"]]["text"]) == 240
     assert rows[a["msg_id"]]["tombstoned_at"] is not None
+
+
+def test_a_copy_whose_text_goes_on_to_a_secret_never_takes_the_row_over(t, pool, org):
+    """GIVEN m1 logged by a1 (2,048 plain characters, then more plain words) and by a2 (the
+    same 2,048 characters, then a password assignment): one embedding row, a1's
+    WHEN a1's copies are deleted
+    THEN the row is not passed to a2's copy (whose whole text reads as high and was never
+    checked when the row was indexed): it is tombstoned, and a2's search finds nothing."""
+    base = ("the harbour lantern meadow " * 100)[:2048]
+    t.append("th", base + " and more plain words", msg_id="m1", agent="a1")
+    t.append("th", base + " password=hunter2secret", msg_id="m1", agent="a2")
+    t.ok("conversation.delete", agent="a1", thread_id="th", confirm_thread_id="th", as_="admin")
+    (row,) = [r for r in embedding_rows(pool, org, "th") if r["msg_id"] == "m1"]
+    assert row["tombstoned_at"] is not None
+    assert t.search("harbour lantern meadow", agent="a2", search_mode="lexical")["hits"] == []

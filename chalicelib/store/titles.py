@@ -81,10 +81,13 @@ def first_turns(
     """The thread's first `n` live user and assistant turns (each turn once), with the
     (agent, msg_id) of the copy read."""
     with conn.cursor(row_factory=dict_row) as cur:
+        # One copy a msg_id (agents stamp their copies apart), turns in the order first logged.
         return cur.execute(
-            "SELECT DISTINCT ON (ts, msg_id) agent, msg_id, role, content FROM loom.conversations"
+            "SELECT agent, msg_id, role, content FROM (SELECT DISTINCT ON (msg_id) agent, msg_id,"
+            " role, content, ts FROM loom.conversations"
             " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL"
-            " AND role IN ('user', 'assistant') ORDER BY ts, msg_id, agent LIMIT %s",
+            " AND role IN ('user', 'assistant') ORDER BY msg_id, ts, agent) c"
+            " ORDER BY ts, msg_id LIMIT %s",
             (org, namespace, thread_id, n),
         ).fetchall()
 

@@ -14,12 +14,14 @@ from chalicelib.errors import UnavailableError
 from chalicelib.observability import logger
 from chalicelib.policies import policy_block
 from chalicelib.providers.llm import LLMError
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.registry import unstorable
+from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store import titles as store
 
 FIRST_TURNS = 8
 CLAIM_SECONDS = 300
 TITLE_CHARS = 80
+TURN_CHARS = 1000  # of each turn the model reads
 TITLER_SYSTEM = (
     "Write a short title (at most eight words) for the conversation below, naming its topic."
     " Answer with the title only, no quotes."
@@ -53,11 +55,16 @@ def title_threads(deps: Deps) -> dict[str, int]:
         if claim is None:
             counts["claimed_elsewhere"] += 1
             continue
-        outcome, title, source = _title_for(deps, key)
-        with deps.pool.connection() as conn:
-            written = store.finish_claim(
-                conn, *key, claim=claim, turns=source, title=title, refused=outcome == "refused"
-            )
+        try:
+            outcome, title, source = _title_for(deps, key)
+            with deps.pool.connection() as conn:
+                written = store.finish_claim(
+                    conn, *key, claim=claim, turns=source, title=title, refused=outcome == "refused"
+                )
+        except Exception:  # one thread's failure ends neither the pass nor the others'
+            logger.exception("titling a thread failed", extra={"thread_id": key[2]})
+            counts["failed"] += 1
+            continue  # its claim runs out, and a later pass tries it again
         if outcome in ("titled", "refused") and not written:
             outcome = "discarded"
         counts[outcome] += 1
@@ -76,13 +83,14 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]
         return "waiting", "", []  # never call the model without the operator's policy
     with deps.pool.connection() as conn:
         turns = store.first_turns(conn, *key, FIRST_TURNS)
-    plain = [t for t in turns if not reads_as_high(t["content"])]
+    # A turn is sent cut to TURN_CHARS: the cut must not make a high shape either.
+    plain = [t for t in turns if not embedded_reads_as_high(t["content"], TURN_CHARS)]
     if not plain:
         if len(turns) >= FIRST_TURNS:
             return "refused", "", [(t["agent"], t["msg_id"]) for t in turns]
         return "waiting", "", []
     source = [(t["agent"], t["msg_id"]) for t in plain]
-    transcript = "\n".join(f"{t['role']}: {t['content'][:1000]}" for t in plain)
+    transcript = "\n".join(f"{t['role']}: {t['content'][:TURN_CHARS]}" for t in plain)
     try:
         system = TITLER_SYSTEM + (policy_block(policy) if policy else "")
         answer = deps.llm.complete(system, transcript).text
@@ -90,7 +98,7 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]
         logger.warning("titler model call failed", extra={"thread_id": key[2], "error": str(exc)})
         return "failed", "", []
     title = " ".join(answer.strip().strip("\"'").split())[:TITLE_CHARS]
-    if not title:
+    if not title or unstorable(title):  # nothing, or text the database cannot hold (a NUL)
         return "failed", "", []
     if reads_as_high(title):
         return "refused", "", source

@@ -210,6 +210,60 @@ def test_a_thread_with_fewer_high_turns_waits_unmarked_for_a_plain_one(t, llm, c
     assert not any("hunter22" in user for _, user in llm.prompts)
 
 
+def test_two_agents_copies_of_a_turn_count_once_among_the_first_eight(t, llm, client):
+    """GIVEN a thread of four high turns, each logged by agents a1 and a2 (eight copies)
+    WHEN the titler runs
+    THEN the thread waits unmarked for a plain turn: it holds four turns, not eight."""
+    mark = marker()
+    for i in range(4):
+        for agent in ("a1", "a2"):
+            t.append(mark, f"{HIGH} {i}", role=("user", "assistant")[i % 2], msg_id=f"m{i}",
+                     agent=agent)  # fmt: skip
+    run_titler(client)
+    assert title_of(t, mark) == ("", {})
+
+
+def test_a_turn_whose_cut_reads_as_high_never_reaches_the_model(t, llm, client):
+    """GIVEN a thread whose first turn is plain whole but, cut to the 1,000 characters the
+    model reads, ends in a card number (five groups of four digits, cut after the fourth)
+    WHEN the titler runs
+    THEN no prompt holds the digits."""
+    mark = marker()
+    cut = f"{mark} the orchard move " + "x" * 960
+    cut = cut[:980] + " 4111 1111 1111 1111 1111 end."
+    t.append(mark, cut, role="user")
+    thread(t, mark, 4)
+    run_titler(client)
+    assert not any("4111 1111 1111 1111" in user for _, user in llm.prompts)
+
+
+class NulTitler(PromptTitler):
+    """Answers a title the database cannot hold for one marker."""
+
+    def __init__(self, poison: str):
+        super().__init__()
+        self.poison = poison
+
+    def complete(self, system, user, *, json_output=False, model=None) -> LLMResult:
+        answer = super().complete(system, user)
+        if self.poison in user:
+            return LLMResult(text="Orchard\x00plan", model=self.name)
+        return answer
+
+
+def test_a_title_the_database_cannot_hold_fails_that_thread_alone(t, deps, client):
+    """GIVEN two untitled threads, the model answering one of them with a NUL in its title
+    WHEN the titler runs
+    THEN that thread stays untitled (its answer failed) and the other is titled in the same
+    pass."""
+    poison, other = thread(t, marker(), 4), thread(t, marker(), 4)
+    deps._llm = NulTitler(poison)
+    counts = run_titler(client)
+    assert counts["failed"] >= 1
+    assert title_of(t, poison)[0] == ""
+    assert title_of(t, other)[0] == f"Plan {other}"
+
+
 def test_a_title_that_reads_as_high_is_refused_and_marked(t, llm, client):
     """GIVEN a thread the model names with a title that reads as high
     WHEN the titler runs twice

@@ -50,8 +50,10 @@ def _unclaimed(alias: str) -> str:
 
 def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dict[str, Any]]:
     """Crystallized, undistilled sessions, one per (org, namespace, session, user), the ones
-    ready longest first, claimed for one worker run. A row another run claimed meanwhile is
-    left to it (the claim is checked again on the row itself)."""
+    ready longest first, claimed for one worker run: each row returned carries the claim's
+    token (`claim`, its rows' distill_claimed_until), and the run reads and finishes only the
+    rows holding it. A row another run claimed, or one waiting after a failed distillation,
+    is left alone (the claim is checked again on the row itself)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "WITH ready AS (SELECT org, namespace, session_id, user_id"
@@ -62,22 +64,24 @@ def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dic
             "  + make_interval(secs => %s) FROM ready r WHERE o.org = r.org"
             "  AND o.namespace = r.namespace AND o.session_id = r.session_id"
             "  AND o.user_id = r.user_id AND o.distilled_at IS NULL AND " + _unclaimed("o.") + ""
-            " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id",
+            " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id,"
+            " o.distill_claimed_until AS claim",
             (limit, seconds),
         ).fetchall()
 
 
 def session_observations(
-    conn: Connection, org: str, namespace: str, session_id: str, user_id: str
+    conn: Connection, org: str, namespace: str, session_id: str, user_id: str, claim: datetime
 ) -> list[dict[str, Any]]:
-    """One user's crystallized, undistilled observations of a session, oldest first."""
+    """One user's crystallized, undistilled observations of a session that this run's claim
+    holds, oldest first."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT id, agent, user_id, tool, action, input, output, files, ts"
             " FROM loom.observations WHERE org = %s AND namespace = %s AND session_id = %s"
             " AND user_id = %s AND crystallized_at IS NOT NULL AND distilled_at IS NULL"
-            " ORDER BY ts, id",
-            (org, namespace, session_id, user_id),
+            " AND distill_claimed_until = %s ORDER BY ts, id",
+            (org, namespace, session_id, user_id, claim),
         ).fetchall()
 
 
@@ -88,17 +92,18 @@ def finish_session(
     session_id: str,
     user_id: str,
     distilled_ids: list[int],
+    claim: datetime,
     retry_after_seconds: int = 0,
 ) -> None:
-    """Release one user's claim on a session, marking distilled the observations it read (one
-    crystallized while it ran waits for the next pass); after a failure, the rest wait
-    `retry_after_seconds` while other sessions go first."""
+    """Release this run's claim on one user's session, marking distilled the observations it
+    read (one crystallized while it ran waits for the next pass); after a failure, the rest
+    of the claim wait `retry_after_seconds` while other sessions go first."""
     conn.execute(
         "UPDATE loom.observations SET distill_claimed_until = CASE WHEN %s > 0"
         "  THEN now() + make_interval(secs => %s) END,"
         " distilled_at = CASE WHEN id = ANY(%s) THEN now() ELSE distilled_at END"
         " WHERE org = %s AND namespace = %s AND session_id = %s AND user_id = %s"
-        " AND crystallized_at IS NOT NULL",
+        " AND crystallized_at IS NOT NULL AND distill_claimed_until = %s",
         (retry_after_seconds, retry_after_seconds, distilled_ids, org, namespace, session_id,
-         user_id),
+         user_id, claim),
     )  # fmt: skip

@@ -43,7 +43,9 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
     sessions = {(r["org"], r["namespace"], r["session_id"], r["user_id"]): r for r in claimed}
     for (org, namespace, session_id, user_id), r in sessions.items():
         with deps.pool.connection() as conn:
-            observations = store.session_observations(conn, org, namespace, session_id, user_id)
+            observations = store.session_observations(
+                conn, org, namespace, session_id, user_id, r["claim"]
+            )
         read: list[int] = []
         failed = False
         try:
@@ -73,7 +75,14 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
             logger.warning("observe distillation failed", extra={"error": str(exc)})
         with deps.pool.connection() as conn:
             store.finish_session(
-                conn, org, namespace, session_id, user_id, read, RETRY_SECONDS if failed else 0
+                conn,
+                org,
+                namespace,
+                session_id,
+                user_id,
+                read,
+                r["claim"],
+                RETRY_SECONDS if failed else 0,
             )
     return counts
 

@@ -104,8 +104,8 @@ def test_an_observation_crystallized_while_the_worker_runs_waits_for_the_next_pa
     read = observations.session_observations
     late: list[dict] = []
 
-    def read_then_one_more(conn, org_, namespace, session_id, user_id):
-        rows = read(conn, org_, namespace, session_id, user_id)
+    def read_then_one_more(conn, org_, namespace, session_id, user_id, claim):
+        rows = read(conn, org_, namespace, session_id, user_id, claim)
         if session_id == "s-late" and not late:
             late.append(_record(org, deps, "s-late", "second step done"))
             call("observe.crystallize", {**BODY, "session_id": "s-late"}, local_caller(org), deps)
@@ -131,6 +131,54 @@ def test_an_observation_crystallized_while_the_worker_runs_waits_for_the_next_pa
     finally:
         _unset(pool, "observe_extract_enabled")
         _unset(pool, "observe_extract_max_sessions_per_pass")
+
+
+class SecondRunMeanwhile(OneFactLLM):
+    """While answering the first session call, a new observation of the session is recorded
+    and crystallized and a second worker run distils what it may: every prompt is kept."""
+
+    def __init__(self, org, deps):
+        super().__init__(0)
+        self.org, self.deps, self.prompts = org, deps, []
+
+    def complete(self, system, user, *, json_output=False, model=None):
+        self.prompts.append(user)
+        if len(self.prompts) == 1:
+            from chalicelib.workers import observe_extract
+
+            _record(self.org, self.deps, "s-two", "zeta step done")
+            call("observe.crystallize", {**BODY, "session_id": "s-two"},
+                 local_caller(self.org), self.deps)  # fmt: skip
+            observe_extract.distil_sessions(self.deps)
+        return super().complete(system, user)
+
+
+def test_a_second_run_never_distils_the_rows_another_run_claimed(deps, org, pool):
+    """GIVEN a crystallized session a worker run has claimed and is distilling
+    WHEN a new observation of it is crystallized and a second run starts meanwhile
+    THEN the second run distils only the new observation: no observation reaches the model
+    twice, and both end distilled."""
+    from chalicelib.workers import observe_extract
+
+    _record(org, deps, "s-two", "alpha step done")
+    call("observe.crystallize", {**BODY, "session_id": "s-two"}, local_caller(org), deps)
+    deps._llm = llm = SecondRunMeanwhile(org, deps)
+    _live(pool, "observe_extract_enabled", "true")
+    _live(pool, "observe_extract_max_sessions_per_pass", "1000")  # other tests' sessions too
+    try:
+        observe_extract.distil_sessions(deps)
+    finally:
+        _unset(pool, "observe_extract_enabled")
+        _unset(pool, "observe_extract_max_sessions_per_pass")
+    mine = [p for p in llm.prompts if "alpha step done" in p or "zeta step done" in p]
+    assert sum("alpha step done" in p for p in mine) == 1, mine
+    assert sum("zeta step done" in p for p in mine) == 1, mine
+    with pool.connection() as conn:
+        undistilled = conn.execute(
+            "SELECT count(*) FROM loom.observations WHERE org = %s AND distilled_at IS NULL",
+            (org,),
+        ).fetchone()[0]
+    assert undistilled == 0
 
 
 def test_entity_extractor_fills_rows_written_without_entities(deps, org, pool, client):

@@ -53,6 +53,18 @@ def hits(t, query: str, mode: str, **kw) -> list[dict]:
     return t.search(query, search_mode=mode, **kw)["hits"]
 
 
+def findable(sentence: str) -> str:
+    """A made-up word (as `word`) that semantic search by itself finds `sentence` holding it
+    by, over the fake embedder's floor: no word of the sentence hashed to its bucket with the
+    other sign cancels it, as one draw in a hundred would."""
+    embedder = FakeEmbedder()
+    while True:
+        w = word()
+        near = float(embedder.embed_query(w) @ embedder.embed_query(sentence.format(w)))
+        if near >= embedder.default_floor + 0.05:
+            return w
+
+
 def ids(found: list[dict]) -> list[str]:
     return [h["msg_id"] for h in found]
 
@@ -286,7 +298,7 @@ def test_a_turn_an_earlier_guard_let_in_is_no_hit_in_any_mode(t, pool, org):
     high (as if an earlier build's weaker guard had embedded and indexed it)
     WHEN semantic, lexical and hybrid search ask for the word
     THEN only the plain turn comes back: every leg's hits are checked with today's guard."""
-    w = word()
+    w = findable("the {} invoice went out on Monday")
     t.append("th-old", f"the {w} invoice went out on Monday", msg_id="plain")
     t.append("th-old", f"the {w} invoice is paid", msg_id="old")
     secret = f"the {w} invoice is paid, password: Tr0ub4dor&3xyz"

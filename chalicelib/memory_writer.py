@@ -141,7 +141,8 @@ def write_entries(
                 )
                 # The row as this write left it, so a later entry with the same key in this
                 # call gets its verdict from it (unchanged, locked, pinned, updated).
-                before = row or {}
+                # A retired row's flags went with it (the new row starts unpinned, unlocked).
+                before = row if row is not None and row["retired_at"] is None else {}
                 existing[e.key] = {
                     **before,
                     "version": version,

@@ -313,7 +313,7 @@ def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
         # A turn (or a cited span) that reads as high is listed with its text blank: only
         # memory.get, with a memory.sensitive_read audit row, serves such text.
         turn = {k: r[k] for k in EvidenceTurn.model_fields}
-        for part in ("content", "span"):
+        for part in ("content", "span", "name"):
             if reads_as_high(turn[part]):
                 turn[part] = ""
         turns.append(EvidenceTurn(**turn))
@@ -368,7 +368,10 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
                 before=before,
             )
             scanned += len(page)
-            found += [r for r in page if not reads_as_high(r["content"])]
+            # A turn whose text, or speaker's name, reads as high is no hit.
+            found += [
+                r for r in page if not (reads_as_high(r["content"]) or reads_as_high(r["name"]))
+            ]
             if len(page) < inp.limit:
                 break
             before = (page[-1]["ts"], page[-1]["evidence_id"])

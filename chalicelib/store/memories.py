@@ -97,7 +97,9 @@ def write_memory(
         " %(session)s, %(hash)s, %(valid_at)s, %(obs)s, %(model)s, %(dim)s, %(vec)s)"
         " ON CONFLICT (org, namespace, user_id, key) DO UPDATE SET kind = EXCLUDED.kind,"
         " value = EXCLUDED.value, tags = EXCLUDED.tags, version = EXCLUDED.version,"
-        " pinned = coalesce(%(pinned)s, m.pinned), locked = coalesce(%(locked)s, m.locked),"
+        # A row brought back after a delete starts unpinned and unlocked, as a new one does.
+        " pinned = coalesce(%(pinned)s, CASE WHEN m.retired_at IS NULL THEN m.pinned END, false),"
+        " locked = coalesce(%(locked)s, CASE WHEN m.retired_at IS NULL THEN m.locked END, false),"
         " source = EXCLUDED.source, agent = EXCLUDED.agent, session_id = EXCLUDED.session_id,"
         " content_hash = EXCLUDED.content_hash, valid_at = EXCLUDED.valid_at,"
         " observation_date = EXCLUDED.observation_date, embed_model = EXCLUDED.embed_model,"

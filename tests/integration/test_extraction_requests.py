@@ -377,3 +377,17 @@ def test_a_replay_of_the_same_request_reuses_its_stored_turns(m, deps, pool):
 
     assert again["evidence_ids"] == first["evidence_ids"]
     assert len(evidence_rows(pool, m.org)) == 1
+
+
+def test_a_turn_whose_speakers_name_reads_as_high_is_no_recall_hit(m):
+    """GIVEN a transcript turn whose speaker's name holds a password assignment, beside a
+    plain one
+    WHEN memory.recall looks for their words
+    THEN only the plain turn comes back: a name is served with the turn."""
+    messages = [
+        {"role": "user", "name": "password=hunter2secret", "content": "hello from the pier"},
+        {"role": "user", "name": "ann", "content": "hello from the harbour"},
+    ]
+    m.extract_ok(messages, session_id="s1", user_id="u1")
+    turns = m.ok("memory.recall", as_="viewer", query="hello", user_id="u1")["turns"]
+    assert [t["name"] for t in turns] == ["ann"]

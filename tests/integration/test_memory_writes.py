@@ -377,3 +377,24 @@ def test_two_first_writes_of_one_key_take_turns(m, deps, pool, monkeypatch):
     live = [r for r in memory_rows(pool, m.org, NS) if r["key"] == "user/home_city"]
     history = version_rows(pool, m.org, "user/home_city")
     assert [(live[0]["version"], live[0]["value"])] == [history[-1][:2]]
+
+
+def test_a_deleted_rows_pin_does_not_come_back_with_its_key(m, deps, pool):
+    """GIVEN a pinned memory, deleted
+    WHEN the key is written again with no pin, then an extraction (value updates on) states a
+    new value for it
+    THEN the new row is created unpinned, and the extraction updates it (not `pinned`)."""
+    m.set("user/home_city", "The user lives in Lisbon.", pin=True)
+    assert m.ok("memory.delete", key="user/home_city")["deleted"] is True
+    assert m.set("user/home_city", "The user lives in Faro.")["conflict_verdict"] == "created"
+    assert m.get("user/home_city")["memory"]["pinned"] is False
+    (out,) = write_entries(
+        deps,
+        org=m.org,
+        namespace=NS,
+        user_id="-",
+        entries=[Entry(key="user/home_city", value="The user lives in Porto.")],
+        source="extraction",
+        value_updates=True,
+    )
+    assert out.conflict_verdict == "updated"

@@ -241,5 +241,9 @@ def guard_fingerprint() -> str:
 
 
 def excerpt_reads_as_high(text: str, shown_chars: int, lookahead: int = 1024) -> bool:
-    """True when the shown excerpt, or the lookahead characters past it, holds a high shape."""
-    return reads_as_high(text[: max(0, shown_chars) + max(0, lookahead)])
+    """True when the shown excerpt, or the lookahead characters past it, holds a high shape;
+    the excerpt is checked as cut too (a cut can make a card number of a longer digit run)."""
+    shown = max(0, shown_chars)
+    return reads_as_high(text[: shown + max(0, lookahead)]) or (
+        len(text) > shown and reads_as_high(text[:shown])
+    )

@@ -421,6 +421,15 @@ def test_excerpt_ignores_a_key_beyond_the_lookahead():
     assert excerpt_reads_as_high(text, SHOWN) is False
 
 
+def test_an_excerpt_whose_cut_makes_a_card_number_reads_as_high():
+    """GIVEN a text whose 240-character cut ends in a Luhn-valid card number that is part of a
+    longer digit run (neither the whole text nor its first 1,264 characters read as high)
+    WHEN its excerpt is checked THEN high: the excerpt shown is checked as cut."""
+    text = "a" * 223 + " " + "4111111111111111" + "12345678" + " more words"
+    assert not reads_as_high(text) and reads_as_high(text[:SHOWN])
+    assert excerpt_reads_as_high(text, SHOWN) is True
+
+
 def test_excerpt_lookahead_can_be_narrowed():
     """GIVEN a key 100 characters past the excerpt WHEN the lookahead is 50 THEN it is not seen."""
     text = text_with_key_at(SHOWN + 100)

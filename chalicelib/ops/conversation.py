@@ -170,7 +170,7 @@ def create(inp: CreateInput, ctx: OpContext) -> CreateOutput:
             agent=inp.agent,
             title=inp.title,
             metadata=inp.metadata,
-            run_id=inp.run_id,
+            run_id=inp.run_id or "-",  # "" is no run, as update reads it
             user_id=inp.user_id,
         )
     return CreateOutput(thread_id=inp.thread_id, created_at=written)

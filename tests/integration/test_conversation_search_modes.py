@@ -330,7 +330,7 @@ def test_a_turn_whose_embedded_cut_reads_as_high_is_neither_embedded_nor_a_neigh
     t.append("th-cut", "the last plain turn", msg_id="A1")
     assert [r["content"] for r in turn_rows(pool, t.org, "th-cut")][1] == long_turn
     assert not any(digits in s for s in embedder.seen)
-    assert windows_holding(pool, "4111") == []
+    assert windows_holding(pool, "4111", t.org) == []
     assert hits(t, digits, "semantic") == [] and hits(t, digits, "lexical") == []
     hybrid = hits(t, digits, "hybrid")
     assert "C" not in ids(hybrid) and hybrid == hits(t, digits, "hybrid", lexical_weight=0)

@@ -240,6 +240,20 @@ def test_threads_filters_by_agent(t):
     assert listed(t) == ["th-2", "th-1"]
 
 
+def test_re_creating_a_thread_replaces_title_metadata_and_run_but_keeps_its_owner(t):
+    """GIVEN a thread a1 created for user u1 on run r1
+    WHEN a2 creates it again with a new title and run_id "" (no run)
+    THEN the title, metadata and run are replaced (no run reads "-"), and its owner (a1) and
+    user (u1) stay."""
+    t.ok("conversation.create", agent="a1", thread_id="th-1", title="T1", user_id="u1",
+         run_id="r1", as_="writer")  # fmt: skip
+    t.ok("conversation.create", agent="a2", thread_id="th-1", title="T2",
+         metadata={"k": "v"}, run_id="", as_="writer")  # fmt: skip
+    got = thread(t)
+    assert (got["title"], got["metadata"], got["run_id"]) == ("T2", {"k": "v"}, "-")
+    assert (got["agent"], got["user_id"]) == ("a1", "u1")
+
+
 def test_threads_shows_the_title_from_create(t):
     """GIVEN a titled thread with a turn
     WHEN threads lists it

@@ -202,6 +202,21 @@ class ErasingLLM:
 
 
 @pytest.mark.parametrize("purge", [False, True])
+def _extract_while_erasing(t, deps, erasure: dict, **extraction) -> None:
+    """An extraction whose model call sees an erasure of ann (`erasure`: its scope) requested
+    and done before it answers one fact; then the erasure worker's pass."""
+
+    def erase():
+        done = t.ok("erasure.request", kind="user", user_id=ANN, **erasure)
+        assert done["status"] == "done", done
+
+    deps._llm = ErasingLLM(erase, "The user lives in Lisbon.")
+    t.ok("memory.set_from_messages", agent="a1",
+         messages=[{"role": "user", "content": "I moved to Lisbon last month."}],
+         **extraction)  # fmt: skip
+    worker.run_erasure_jobs(deps)
+
+
 def test_an_extraction_that_outlasts_an_erasure_of_its_user_is_erased_too(
     t, deps, pool, org, purge
 ):
@@ -209,18 +224,7 @@ def test_an_extraction_that_outlasts_an_erasure_of_its_user_is_erased_too(
     done while the model answered)
     WHEN the extraction writes ann's fact afterwards
     THEN the erasure runs again: after the worker's pass no live fact of ann's is left."""
-    value = "The user lives in Lisbon."
-
-    def erase():
-        done = t.ok("erasure.request", kind="user", user_id=ANN, namespace=NS, purge=purge)
-        assert done["status"] == "done", done
-
-    deps._llm = ErasingLLM(erase, value)
-    t.ok("memory.set_from_messages", agent="a1", user_id=ANN,
-         messages=[{"role": "user", "content": "I moved to Lisbon last month."}])  # fmt: skip
-
-    worker.run_erasure_jobs(deps)
-
+    _extract_while_erasing(t, deps, {"namespace": NS, "purge": purge}, user_id=ANN)
     with pool.connection() as conn:
         live = conn.execute(
             "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = %s"
@@ -243,15 +247,7 @@ def test_an_extraction_into_a_users_personal_collection_that_outlasts_her_erasur
     THEN the erasure runs again and nothing of it is left: every row of her personal
     collection is hers, whatever user_id it was written with."""
     personal = f"@me:{ANN}"
-
-    def erase():
-        done = t.ok("erasure.request", kind="user", user_id=ANN, namespace=None)
-        assert done["status"] == "done", done
-
-    deps._llm = ErasingLLM(erase, "The user lives in Lisbon.")
-    t.ok("memory.set_from_messages", agent="a1", namespace=personal,
-         messages=[{"role": "user", "content": "I moved to Lisbon last month."}])  # fmt: skip
-    worker.run_erasure_jobs(deps)
+    _extract_while_erasing(t, deps, {"namespace": None}, namespace=personal)
     with pool.connection() as conn:
         live = conn.execute(
             "SELECT count(*) FROM loom.memories WHERE org = %s AND namespace = %s"

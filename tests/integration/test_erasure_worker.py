@@ -201,7 +201,6 @@ class ErasingLLM:
         return self.result(json.dumps(data), data, 10, 5, self.name)
 
 
-@pytest.mark.parametrize("purge", [False, True])
 def _extract_while_erasing(t, deps, erasure: dict, **extraction) -> None:
     """An extraction whose model call sees an erasure of ann (`erasure`: its scope) requested
     and done before it answers one fact; then the erasure worker's pass."""
@@ -217,6 +216,7 @@ def _extract_while_erasing(t, deps, erasure: dict, **extraction) -> None:
     worker.run_erasure_jobs(deps)
 
 
+@pytest.mark.parametrize("purge", [False, True])
 def test_an_extraction_that_outlasts_an_erasure_of_its_user_is_erased_too(
     t, deps, pool, org, purge
 ):

@@ -252,7 +252,9 @@ def _one(
             "serverInfo": SERVER_INFO,
             "instructions": INSTRUCTIONS,
         }
-    elif session_id is not None and (session := _session(session_id, caller, deps)) is None:
+    elif session_id is not None and (
+        (session := _session(session_id, caller, deps, call=method == "tools/call")) is None
+    ):
         # A session this server never opened for this caller (or one it no longer holds):
         # MCP's 404 tells the client to initialize a new one.
         return 404, _error(req_id, -32001, "unknown Mcp-Session-Id: initialize a new session"), {}
@@ -280,14 +282,19 @@ def _one(
     return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}, extra
 
 
-def _session(session_id: str, caller: Caller, deps: Deps) -> dict[str, Any] | None:
-    """The caller's open session of this id (its last call noted), or None."""
+def _session(session_id: str, caller: Caller, deps: Deps, *, call: bool) -> dict[str, Any] | None:
+    """The caller's open session of this id, or None. A tool call is noted on it (its implicit
+    run goes on, or a new one starts after the idle time); a ping or a listing is no call and
+    only checks that it exists (answered as an empty session)."""
     from chalicelib.store import mcp_sessions
 
     if unstorable(session_id) is not None:
         return None  # no id this server issued
-    idle = deps.live().mcp_session_run_idle_seconds
     with deps.pool.connection() as conn:
+        if not call:
+            found = mcp_sessions.session_open(conn, session_id, caller.org, caller.principal)
+            return {} if found else None
+        idle = deps.live().mcp_session_run_idle_seconds
         return mcp_sessions.touch_session(conn, session_id, caller.org, caller.principal, idle)
 
 

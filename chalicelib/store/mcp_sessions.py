@@ -22,6 +22,16 @@ def open_session(
     return session_id
 
 
+def session_open(conn: Connection, session_id: str, org: str, principal: str | None) -> bool:
+    """Whether this org and principal opened the session (a read: no call is noted)."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM loom.mcp_sessions WHERE session_id = %s AND org = %s"
+        " AND principal IS NOT DISTINCT FROM %s)",
+        (session_id, org, principal),
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def touch_session(
     conn: Connection, session_id: str, org: str, principal: str | None, idle_seconds: int
 ) -> dict[str, Any] | None:

@@ -341,3 +341,27 @@ def test_an_initialize_naming_a_namespace_or_agent_no_op_accepts_is_invalid_para
     status, body, headers = _post(client, "/mcp" + query, _rpc("initialize"), token)
     assert (status, body["error"]["code"]) == (200, -32602), body
     assert "Mcp-Session-Id" not in headers
+
+
+def test_a_ping_or_a_listing_is_no_call_on_the_session(client, deps, pool, org):
+    """GIVEN an open MCP session
+    WHEN the client pings and lists tools, then calls a tool
+    THEN the ping and the listing leave the session's last call as it was (its implicit run
+    closes after LOOM_MCP_SESSION_RUN_IDLE_SECONDS without a call), and the tool call notes
+    one."""
+    token = mint_token(deps, org=org, role="writer")
+    s = Session(client, token, "?namespace=ns1")
+
+    def last_seen():
+        with pool.connection() as conn:
+            return conn.execute(
+                "SELECT last_seen_at FROM loom.mcp_sessions WHERE session_id = %s", (s.id,)
+            ).fetchone()[0]
+
+    before = last_seen()
+    for method in ("ping", "tools/list"):
+        status, body, _ = s.send(_rpc(method))
+        assert status == 200 and "result" in body, body
+    assert last_seen() == before
+    s.tool("loom_system_whoami")
+    assert last_seen() > before

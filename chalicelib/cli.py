@@ -197,7 +197,7 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         roles = ", ".join(f"{n} {r}" for r, n in sorted(Counter(r for r, _ in turns).items()))
         print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
         return 0
-    sent = _SentCount(args.sent_file, len(turns))
+    sent = _SentCount(args.sent_file, thread_id, turns)
     if args.url:
         counts = _ingest_over_http(args, thread_id, turns, sent)
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
@@ -227,28 +227,34 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
 
 
 class _SentCount:
-    """How many of a transcript's leading turns are appended already (`--sent-file`): read
-    at start (0 without the file, or when it counts more turns than the file now holds), then
-    written back as turns land, so a run stopped halfway resumes where it stopped."""
+    """How many of a transcript's leading turns are appended already (`--sent-file`), with the
+    id of the last of them: read at start (0 without the file, when it counts more turns than
+    the file holds, or when the turn at that place is no longer the one sent, as after a
+    rewound conversation), then written back as turns land, so a run stopped halfway resumes
+    where it stopped."""
 
-    def __init__(self, path: str | None, total: int):
+    def __init__(self, path: str | None, thread_id: str, turns: list[tuple[str, str]]):
+        from chalicelib.transcript_file import turn_msg_id
+
         self.path = Path(path) if path else None
+        self.last = lambda n: turn_msg_id(thread_id, n - 1, *turns[n - 1])
         self.count = 0
         if self.path is not None:
             try:
-                self.count = int(self.path.read_text().strip() or 0)
+                count, _, last = self.path.read_text().strip().partition(" ")
+                self.count = int(count or 0)
             except (OSError, ValueError):
-                self.count = 0
-            if not 0 <= self.count <= total:
+                self.count, last = 0, ""
+            if not 0 < self.count <= len(turns) or self.last(self.count) != last:
                 self.count = 0
 
     def progress(self, done: int, total: int) -> None:
         """Turns up to `done` landed: the progress bar, and the count written back."""
         _progress_bar(done, total)
-        if self.path is not None:
+        if self.path is not None and done > 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             part = self.path.with_name(self.path.name + ".part")
-            part.write_text(f"{done}\n")
+            part.write_text(f"{done} {self.last(done)}\n")
             part.replace(self.path)  # whole or not at all, should the run be killed
 
 

@@ -130,27 +130,31 @@ def test_dry_run_refuses_a_turn_a_real_run_would(cli_env, pool, org, capsys, tmp
 
 def test_a_sent_file_sends_only_the_turns_after_those_counted(cli_env, pool, org, capsys, tmp_path):
     """GIVEN a recording namespace, a transcript of two turns and an empty state directory
-    WHEN it is ingested with --sent-file, grows to three turns and is ingested again, then the
-    count is made larger than the file (another conversation's)
-    THEN the first run stores two turns and writes 2, the second stores the new one alone and
-    writes 3, and a count past the file's turns starts over (all three duplicate)."""
+    WHEN it is ingested with --sent-file, grows to three turns and is ingested again, is then
+    rewound (its third turn now says something else), and its count is made larger than the
+    file (another conversation's)
+    THEN the first run stores two turns, the second the new one alone; after the rewind the
+    turns are sent again from the first (the changed one stored); a count past the file's
+    turns starts over too (all duplicate)."""
     f, sent = tmp_path / "t.md", tmp_path / "state" / "sent"
     with pool.connection() as conn:
         set_conversation_logging(conn, org, "ns", True)
     args = ["ingest-transcript", "--namespace", "ns", "--file", str(f), "--thread-id", "t-s"]
     args += ["--sent-file", str(sent)]
-    f.write_text("# user\nhello\n# assistant\nhi\n")
-    assert cli.main(args) == 0
-    assert capsys.readouterr().out.strip().endswith(": 2 stored")
-    assert sent.read_text().strip() == "2"
-    f.write_text("# user\nhello\n# assistant\nhi\n# user\nbye\n")
-    assert cli.main(args) == 0
-    assert capsys.readouterr().out.strip().endswith(": 1 stored")
-    assert sent.read_text().strip() == "3"
-    sent.write_text("7\n")
-    assert cli.main(args) == 0
-    assert capsys.readouterr().out.strip().endswith(": 3 duplicate")
-    assert _turn_count(pool, org, "ns") == (3, 1)
+
+    def run(text: str) -> str:
+        f.write_text(text)
+        assert cli.main(args) == 0
+        return capsys.readouterr().out.strip().split(": ", 1)[1]
+
+    assert run("# user\nhello\n# assistant\nhi\n") == "2 stored"
+    assert sent.read_text().startswith("2 ")
+    assert run("# user\nhello\n# assistant\nhi\n# user\nbye\n") == "1 stored"
+    assert sent.read_text().startswith("3 ")
+    assert run("# user\nhello\n# assistant\nhi\n# user\nsee you\n") == "2 duplicate, 1 stored"
+    sent.write_text("7 t6-abc\n")
+    assert run("# user\nhello\n# assistant\nhi\n# user\nsee you\n") == "3 duplicate"
+    assert _turn_count(pool, org, "ns") == (4, 1)
 
 
 def test_clean_text_removes_what_a_turn_cannot_hold(cli_env, pool, org, capsys, tmp_path):

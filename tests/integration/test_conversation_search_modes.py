@@ -27,7 +27,7 @@ from tests.integration.test_conversation_support import (
     snapshot,
     turn_rows,
 )
-from tests.integration.test_saved_support import OFF_NS, save, unsave
+from tests.integration.test_saved_support import OFF_NS, SUMMARY, content, save, unsave
 
 MODES = ("lexical", "hybrid")
 RRF_K = 60  # the reciprocal-rank constant of the fusion
@@ -409,18 +409,6 @@ def test_one_agents_deleted_turns_leave_the_windows_of_another_agents_live_turns
     assert context_state(pool, org, "th-1")["b1"] == (None, True)
 
 
-_TOPIC_WORDS = (
-    "orchard kiln barge quarry lantern meadow foundry glacier vineyard harbour"
-    " chapel granary aqueduct bazaar citadel dockyard estuary fjord grotto hamlet"
-)
-TOPICS = _TOPIC_WORDS.split()
-SUMMARY = "Summary: the crew agreed to relocate the orchard and fire the kiln on tuesday."
-
-
-def _content(i: int) -> str:
-    return f"the {TOPICS[i]} {TOPICS[i]} is item {i} of the plan"
-
-
 def test_compacted_turns_leave_every_mode_and_every_window(t, deps, pool, org):
     """GIVEN a thread of 20 turns m00..m19 (each naming its own topic) compacted with a
     scripted summary (keep_recent 10)
@@ -433,7 +421,7 @@ def test_compacted_turns_leave_every_mode_and_every_window(t, deps, pool, org):
     ids_ = []
     for i in range(20):
         role = ("user", "assistant")[i % 2]
-        ids_.append(t.append("th", _content(i), msg_id=f"m{i:02d}", role=role)["msg_id"])
+        ids_.append(t.append("th", content(i), msg_id=f"m{i:02d}", role=role)["msg_id"])
     for topic in ("vineyard", "harbour"):
         assert {r[2] for r in windows_holding(pool, topic, org, live_only=True)} >= {"m10"}
     ctx = context_state(pool, org, "th")
@@ -446,7 +434,7 @@ def test_compacted_turns_leave_every_mode_and_every_window(t, deps, pool, org):
 
     for mode in ("semantic", "lexical", "hybrid"):
         for i in range(10):
-            assert not set(ids(hits(t, _content(i), mode))) & set(ids_[:10]), (mode, i)
+            assert not set(ids(hits(t, content(i), mode))) & set(ids_[:10]), (mode, i)
         assert ids(hits(t, "relocate the orchard and fire the kiln", mode))[0] == summary, mode
     for topic in ("vineyard", "harbour"):
         assert windows_holding(pool, topic, org, live_only=True) == []

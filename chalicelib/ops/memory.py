@@ -13,7 +13,7 @@ from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.ranking import rrf
-from chalicelib.registry import BOUNDED_NEEDS_USER, OpContext, op
+from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
@@ -31,23 +31,17 @@ RECALL_SCAN = 2000  # the most turns memory.recall reads for one answer
 
 def write_user(caller: Caller, user_id: str) -> str:
     """The one user whose rows an op reads or changes by key: the token's pinned user, else the
-    body's user_id, else the namespace's shared rows ("-"). A token bounded to one user acts as
-    that user only: without a pin it must name one, and the shared rows, which every user's
-    reads include, are not its to read or change by key."""
+    body's user_id, else the namespace's shared rows ("-"). (A token bounded to one user names
+    one: the registry refuses it none, "-" or "*", the shared rows not being its to change.)"""
     if caller.read_user_id:
         return caller.read_user_id
-    if user_id in ("", "-"):
-        if caller.bounded:
-            raise BadRequestError(BOUNDED_NEEDS_USER)
-        return "-"
-    return user_id
+    return "-" if user_id in ("", "-") else user_id
 
 
 def read_users(caller: Caller, user_id: str | None) -> list[str] | None:
-    """The users a read covers: one user and the namespace's shared rows, or everyone."""
+    """The users a read covers: one user and the namespace's shared rows, or everyone (never
+    for a token bounded to one user, which the registry makes name one)."""
     user = caller.read_user_id or (user_id if user_id not in (None, "", "-") else None)
-    if user is None and caller.bounded:
-        raise BadRequestError(BOUNDED_NEEDS_USER)
     return None if user is None else [user, "-"]
 
 

@@ -43,9 +43,7 @@ def _key_prefix(caller: Caller, user_id: str, session_id: str) -> str | None:
     """`~<user>~` (or `~<user>~<session>~`) for a token bounded to one user or session."""
     if caller.read_scope == "namespace":
         return None
-    user = caller.read_user_id or user_id
-    if user in ("", "-"):
-        raise BadRequestError("a token bounded to one user needs user_id")
+    user = caller.read_user_id or user_id  # never "" or "-": the registry refuses those
     # "~" separates the prefix's parts: a user "a~b" would share briefs with session b of user a.
     if "~" in user:
         raise BadRequestError("a token bounded to one user needs a user_id without ~")

@@ -17,6 +17,7 @@ from chalicelib.store.conversations import (
     InsertedTurns,
     NewTurn,
     TurnVector,
+    adopt_saved_turns,
     existing_copies,
     insert_turns,
     write_embeddings,
@@ -50,6 +51,7 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
     scope = (first.org, first.namespace, first.thread_id, first.agent)
     with read_connection(deps.pool) as conn:
         states = existing_copies(conn, *scope, [t.msg_id for t in turns])
+        adopt_saved_turns(conn, *scope, [m for m, state in states.items() if state == "saved_only"])
     fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
     to_embed = [t for t in fresh if embeddable(t)]
     inserted = InsertedTurns({}, None)

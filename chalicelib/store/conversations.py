@@ -16,7 +16,7 @@ from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import database_clock, read_connection, sent_whole
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
-TurnState = Literal["live", "tombstoned"]
+TurnState = Literal["live", "saved_only", "tombstoned"]
 TURN_COLUMNS = (
     "msg_id, thread_id, role, content, reasoning, agent, user_id, run_id, metadata, tokens, ts"
 )
@@ -39,26 +39,35 @@ def take_thread_leases(conn: Connection, org: str, threads: list[tuple[str, str]
 def existing_copies(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
 ) -> dict[str, TurnState]:
-    """Which of this agent's copies of these turns exist already: a primary-key read. A live
-    copy there only because a user saved it is the transcript's now, where the namespace
-    records: an unsave leaves it in place."""
+    """Which of this agent's copies of these turns exist already, and whether each is live
+    (`saved_only`: live, there only because a user saved it), or deleted: a primary-key read."""
     rows = conn.execute(
         "SELECT msg_id, tombstoned_at IS NOT NULL, saved_only FROM loom.conversations"
         " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s"
         " AND msg_id = ANY(%s)",
         (org, namespace, thread_id, agent, msg_ids),
     ).fetchall()
-    saved_only = [msg_id for msg_id, gone, only in rows if only and not gone]
-    if saved_only:
-        conn.execute(
-            "UPDATE loom.conversations c SET saved_only = false WHERE c.org = %s"
-            " AND c.namespace = %s AND c.thread_id = %s AND c.agent = %s"
-            " AND c.msg_id = ANY(%s) AND c.saved_only AND EXISTS (SELECT 1"
-            "  FROM loom.namespaces n WHERE n.org = c.org AND n.namespace = c.namespace"
-            "  AND n.conversation_logging_enabled)",
-            (org, namespace, thread_id, agent, saved_only),
-        )
-    return {msg_id: ("tombstoned" if gone else "live") for msg_id, gone, _ in rows}
+    return {
+        msg_id: "tombstoned" if gone else "saved_only" if only else "live"
+        for msg_id, gone, only in rows
+    }
+
+
+def adopt_saved_turns(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
+) -> None:
+    """Copies there only because a user saved them, which the client now logs: the
+    transcript's, where the namespace records (an unsave then leaves them in place)."""
+    if not msg_ids:
+        return
+    conn.execute(
+        "UPDATE loom.conversations c SET saved_only = false WHERE c.org = %s"
+        " AND c.namespace = %s AND c.thread_id = %s AND c.agent = %s"
+        " AND c.msg_id = ANY(%s) AND c.saved_only AND EXISTS (SELECT 1"
+        "  FROM loom.namespaces n WHERE n.org = c.org AND n.namespace = c.namespace"
+        "  AND n.conversation_logging_enabled)",
+        (org, namespace, thread_id, agent, msg_ids),
+    )
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 LEG_DEPTH = 100
 RECALL_SCAN = 2000  # the most turns memory.recall reads for one answer
+RECALL_MIN_PAGE = 50  # turns memory.recall reads a round trip, at least
 
 
 def write_user(caller: Caller, user_id: str) -> str:
@@ -345,6 +346,9 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
     found: list[dict[str, Any]] = []
     before: tuple[datetime, int] | None = None
     scanned = 0
+    # Most answers take one page; a small limit among many turns that read as high still
+    # takes few round trips.
+    page_size = max(inp.limit, RECALL_MIN_PAGE)
     with read_connection(ctx.deps.pool) as conn:
         # A turn that reads as high is never a recall hit (as memory.search never serves such
         # a chunk); pages continue past them until the limit is met or RECALL_SCAN rows read.
@@ -358,7 +362,7 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
                 since=inp.since,
                 until=inp.until,
                 role=inp.role,
-                limit=inp.limit,  # a page of the limit: most answers take one
+                limit=page_size,
                 before=before,
             )
             scanned += len(page)
@@ -366,7 +370,7 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
             found += [
                 r for r in page if not (reads_as_high(r["content"]) or reads_as_high(r["name"]))
             ]
-            if len(page) < inp.limit:
+            if len(page) < page_size:
                 break
             before = (page[-1]["ts"], page[-1]["evidence_id"])
     return RecallOutput(turns=[RecallTurn(**r) for r in found[: inp.limit]])

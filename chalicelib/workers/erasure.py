@@ -28,10 +28,6 @@ MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (60, 300, 900, 3600)  # after the 1st, 2nd, 3rd and later failures in a row
 
 
-def backoff(failures: int) -> int:
-    return job_claims.backoff(BACKOFF_SECONDS, failures)
-
-
 def subject_of(job: dict[str, Any]) -> store.Subject:
     namespaces = job["namespaces"]
     return store.Subject(
@@ -127,7 +123,7 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
                     conn,
                     job["job_id"],
                     error=str(exc),
-                    backoff_seconds=backoff(failures),
+                    backoff_seconds=job_claims.backoff(BACKOFF_SECONDS, failures),
                     spend_attempt=not progressed,
                     max_attempts=MAX_ATTEMPTS,
                 )

@@ -33,10 +33,6 @@ TTL_DAYS = 30
 LOST_AFTER_SECONDS = 900
 
 
-def backoff(attempts: int) -> int:
-    return job_claims.backoff(BACKOFF_SECONDS, attempts)
-
-
 def _unreachable(exc: BaseException) -> bool:
     """A provider that could not be reached (or policies unreadable): no attempt spent."""
     seen: BaseException | None = exc
@@ -89,7 +85,11 @@ def process_job(deps: Deps, queue_id: str) -> str:
         _erase_again(deps, job)
         unreachable = _unreachable(exc)
         error = exc.message if isinstance(exc, LoomError) else f"{type(exc).__name__}: {exc}"
-        base = UNREACHABLE_DELAY if unreachable else backoff(job["attempts"] + 1)
+        base = (
+            UNREACHABLE_DELAY
+            if unreachable
+            else job_claims.backoff(BACKOFF_SECONDS, job["attempts"] + 1)
+        )
         delay = base * settings.extraction_queue_delay_scale
         with deps.pool.connection() as conn:
             status = store.retry_later(

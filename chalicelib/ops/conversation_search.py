@@ -157,12 +157,9 @@ def _lexical_rows(
     pool, model = ctx.deps.pool, ctx.deps.embedder.name
     with read_connection(pool) as conn:
         planned = plan_window_search(conn, filt, model=model, query=query, k=k)
-        if planned is None:
-            return []
-        if query_vec is None:
-            rows = read_window_hits(conn, planned)
-    if query_vec is not None:
-        vector = query_vec()
+        rows = [] if planned is None or query_vec else read_window_hits(conn, planned)
+    if planned is not None and query_vec is not None:
+        vector = query_vec()  # waited for holding no connection
         with read_connection(pool) as conn:
             rows = read_window_hits(conn, planned, vector)
     return [r for r in rows if not reads_as_high(r["text"])]

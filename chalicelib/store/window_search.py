@@ -181,7 +181,7 @@ def _score_query(
             "  AND {indexed} AND e.window_tsv @@ {gather} LIMIT {budget})"
         ).format(
             i=sql.Literal(i),
-            budget=sql.SQL("%(cand)s" if i == 0 else "%(fallback_cand)s"),
+            budget=sql.SQL("%(cand)s") if i == 0 else sql.Literal(FALLBACK_CANDIDATES),
             none_yet=sql.SQL("").join(
                 sql.SQL("NOT EXISTS (SELECT 1 FROM cand{}) AND ").format(sql.Literal(j))
                 for j in range(i)
@@ -300,9 +300,7 @@ def plan_window_search(
         avgdl=max(avgdl, 1.0),
         k=k,
         cand=budget,
-    )
-    params.update(
-        fallbacks=_fallbacks(gather, df) if op == "&" else [], fallback_cand=FALLBACK_CANDIDATES
+        fallbacks=_fallbacks(gather, df) if op == "&" else [],
     )
     return Bm25Read(shape, params)
 

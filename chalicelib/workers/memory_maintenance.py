@@ -104,9 +104,10 @@ def embed_missing(deps: Deps) -> dict[str, int]:
         limit = BATCH + len(skipped) + len(_refused)
         with deps.pool.connection() as conn:
             fetched = store.rows_without(conn, "vector", limit)
-        keyed = [(k, r) for r in fetched if (k := _refusal_key(r)) not in skipped]
+        aside = skipped | _refused.keys()
+        keyed = [(k, r) for r in fetched if (k := _refusal_key(r)) not in aside]
         plain = []
-        for k, r in [(k, r) for k, r in keyed if k not in _refused][:BATCH]:
+        for k, r in keyed[:BATCH]:
             if embedded_reads_as_high(r["value"], EMBED_CHARS):
                 skipped.add(k)
             else:

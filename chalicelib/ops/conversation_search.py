@@ -83,7 +83,10 @@ def search_turns(
     vector_rows = beside(vector_leg)
     # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.
     lexical = _lexical_rows(ctx, filt, query, depth, embedded.result) if lexical_weight else []
-    return _fuse(vector_rows.result(), lexical, lexical_weight, top_k, excerpt_chars)
+    vectors = vector_rows.result()
+    if vectors is None and not lexical_weight:  # the embedder failed: BM25 answers alone
+        lexical = _lexical_rows(ctx, filt, query, depth)
+    return _fuse(vectors, lexical, lexical_weight, top_k, excerpt_chars)
 
 
 def _semantic(

@@ -665,11 +665,14 @@ def test_without_the_embedder_hybrid_is_lexical_and_semantic_falls_back(t, deps)
     assert lexical == expected_lexical
     assert hits(t, "pallet damaged", "hybrid") == lexical
     assert down.queries == 1
+    # Even with lexical_weight 0, which leaves BM25 out beside the vectors.
+    assert hits(t, "pallet damaged", "hybrid", lexical_weight=0) == lexical
+    assert down.queries == 2
 
     fallback = hits(t, "pallet", "semantic")
     assert ids(fallback) == ["p4", "p1"]
     assert all(h["similarity"] is None and h["score"] is None for h in fallback)
-    assert down.queries == 2
+    assert down.queries == 3
 
 
 # ---- lexical_weight ------------------------------------------------------------------------

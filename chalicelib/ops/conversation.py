@@ -50,6 +50,9 @@ def derive_msg_id(thread_id: str, role: str, content: str) -> str:
     return f"h-{digest[:32]}"
 
 
+DERIVED_MSG_ID_SHAPE = derive_msg_id("", "", "")  # any derived id is this long
+
+
 # ---- set_logging ---------------------------------------------------------------------------
 
 
@@ -106,7 +109,7 @@ class AppendInput(AgentScoped):
 
     @model_validator(mode="after")
     def _key_fits(self) -> AppendInput:
-        msg_id = self.msg_id or "h-" + "0" * 32  # a derived id's length
+        msg_id = self.msg_id or DERIVED_MSG_ID_SHAPE  # as long as the id derived for it
         check_turn_key(self.org, self.namespace, self.thread_id, msg_id, self.agent)
         return self
 

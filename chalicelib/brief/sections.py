@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-Item = Annotated[str, StringConstraints(strip_whitespace=True, max_length=600)]
+ITEM_CHARS = 600
+Item = Annotated[str, StringConstraints(strip_whitespace=True, max_length=ITEM_CHARS)]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
 
 # Each list's cap: old items fall off first.

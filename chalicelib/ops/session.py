@@ -57,7 +57,7 @@ def _key_prefix(caller: Caller, user_id: str, session_id: str) -> str | None:
 
 
 def _check_key(key: str) -> str:
-    if not KEY.match(key):
+    if not KEY.fullmatch(key):  # match's $ would pass a key ending in a newline
         raise BadRequestError(f"brief_key must match {KEY.pattern}")
     return key
 
@@ -453,9 +453,14 @@ def _age(seconds: int) -> str:
     return f"{seconds}s ago"
 
 
+def _line(text: str) -> str:
+    """Text as one line of `rendered` shows it."""
+    return " ".join(text.split())
+
+
 def _goal_line(goal: str) -> str:
     """The one line of a goal that `rendered` shows."""
-    return " ".join(goal.split())[:120]
+    return _line(goal)[:120]
 
 
 def _listed_goal(goal: str) -> str:
@@ -496,7 +501,7 @@ def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
         for r in rows
     ]
     lines = [
-        f"{b.brief_key} · rev {b.revision} · {_age(b.age_seconds)} · {b.agent}"
+        f"{b.brief_key} · rev {b.revision} · {_age(b.age_seconds)} · {_line(b.agent)}"
         + (f" · {_goal_line(b.goal)}" if b.goal else "")
         for b in briefs
     ]

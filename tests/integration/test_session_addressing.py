@@ -43,7 +43,17 @@ def test_an_empty_key_without_project_or_branch_becomes_session_id(b, pool):
 
 @pytest.mark.parametrize(
     "key",
-    ["-leading-dash", "has space", "semi;colon", "k" * 161, "tab\there", "é-accent", "/root"],
+    [
+        "-leading-dash",
+        "has space",
+        "semi;colon",
+        "k" * 161,
+        "tab\there",
+        "é-accent",
+        "/root",
+        "plan\n",
+        "~u1~plan\n",
+    ],
 )
 def test_a_key_outside_the_pattern_is_refused_with_400(b, pool, key):
     """GIVEN a brief_key that does not match ^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,159}$

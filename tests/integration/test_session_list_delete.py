@@ -64,6 +64,20 @@ def test_a_multi_line_goal_still_lists_as_one_line(b):
     assert all(line.startswith(("A ·", "B ·")) for line in out["rendered"].split("\n"))
 
 
+def test_an_agent_name_holding_a_line_break_still_lists_as_one_line(b):
+    """GIVEN two briefs, one saved by an agent whose name holds a line break
+    WHEN the briefs are listed
+    THEN rendered still has exactly one line per brief, the name on one line.
+    """
+    b.save(brief_key="A", agent="bot\nrogue line", sections={"goal": "G1"})
+    b.save(brief_key="B", sections={"goal": "G2"})
+
+    lines = b.list()["rendered"].split("\n")
+
+    assert len(lines) == 2
+    assert "· bot rogue line ·" in next(line for line in lines if line.startswith("A ·"))
+
+
 def test_mine_only_lists_only_the_calling_agents_briefs(b):
     """GIVEN briefs saved by agents a1 and a2
     WHEN a1 lists with mine_only, and without

@@ -76,6 +76,27 @@ def test_4001_events_are_refused_and_4000_accepted(b, pool):
     assert b.get(brief_key="k")["events_total"] == 4000
 
 
+def test_a_path_or_link_longer_than_an_item_is_left_out_of_the_built_brief(b):
+    """GIVEN an edit event with a 701-character path beside a short one, and a note holding a
+    700-character signed link beside a short link (all within the event bounds)
+    WHEN it is saved with no model (the deterministic builder writes)
+    THEN it is stored; the long path and link, which no brief item can hold, are left out.
+    """
+    long_path = "src/" + "a" * 694 + ".py"
+    long_url = "https://example.com/get?sig=" + "x" * 700
+    events = [
+        ev("edit", "edited the modules", files=[long_path, "src/app.py"]),
+        ev("note", f"the artefact is at {long_url} and the docs at https://example.com/d"),
+    ]
+
+    out = b.save(brief_key="k", events=events, use_llm=False)
+
+    assert out["changed"] is True
+    sections = b.get(brief_key="k", include_sections=True)["sections"]
+    assert sections["key_files"] == ["src/app.py"]
+    assert sections["pointers"] == ["https://example.com/d"]
+
+
 def test_each_of_the_ten_event_kinds_is_accepted(b):
     """GIVEN one event of each of the ten kinds
     WHEN they are saved

@@ -73,20 +73,33 @@ class Window:
     turns: list[dict[str, Any]] = field(default_factory=list)  # summarised, in order
     held_back: int = 0  # saved or high turns left live
     new_turns: int = 0  # turns that are not earlier summaries
+    # New turns before the last keep_recent, those past the prompt's budget too (counted up
+    # to the `min_to_compact` asked for): what min_to_compact is measured against.
+    preceding: int = 0
 
 
 def plan_window(
-    live: list[dict[str, Any]], keep_recent: int, prompt_chars: int, summary_chars: int
+    live: list[dict[str, Any]],
+    keep_recent: int,
+    prompt_chars: int,
+    summary_chars: int,
+    min_to_compact: int = 0,
 ) -> Window:
-    """Choose the summaries to fold and the turns to summarise, oldest first, within budget."""
+    """Choose the summaries to fold and the turns to summarise, oldest first, within budget,
+    and count the new turns before the last keep_recent (up to min_to_compact)."""
     candidates = live[: max(0, len(live) - keep_recent)]
     in_window = {t["msg_id"] for t in candidates}
     w = Window()
     allowance, budget = summary_chars, prompt_chars
-    leading = True
+    leading, full = True, False
     for turn in candidates:
+        if full and w.preceding >= min_to_compact:
+            break
         if turn["is_saved"] or reads_as_high(turn["content"]):
             w.held_back += 1
+            continue
+        if full:  # past the budget: only counted
+            w.preceding += not is_summary(turn)
             continue
         if is_summary(turn):
             sources = set(turn["metadata"].get("compacted_from") or [])
@@ -99,8 +112,10 @@ def plan_window(
                     w.folded.append(turn)
                 continue  # one that does not fit stays live
         leading = False
+        w.preceding += not is_summary(turn)
         if w.turns and len(turn["content"]) > budget:
-            break
+            full = True
+            continue
         budget -= len(turn["content"])
         w.turns.append(turn)
         if not is_summary(turn):
@@ -140,6 +155,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         inp.keep_recent,
         live_settings.conversation_compact_prompt_chars,
         live_settings.conversation_compact_summary_chars,
+        inp.min_to_compact,
     )
 
     def refuse(reason: str, tokens_in: int = 0, tokens_out: int = 0) -> CompactOutput:
@@ -156,7 +172,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         if w.folded or w.replaced_unread or any(is_summary(t) for t in w.turns):
             return refuse("already-compacted")
         return refuse("nothing-to-compact" if w.held_back else "below-min-to-compact")
-    if w.new_turns < inp.min_to_compact:
+    if w.preceding < inp.min_to_compact:
         return refuse("below-min-to-compact")
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
     system = SUMMARIZER_SYSTEM + (policy_block(policy) if policy else "")
@@ -192,7 +208,8 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         sources = [t["msg_id"] for t in kept if not is_summary(t)]
         if not sources:
             return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
-        if len(sources) < inp.min_to_compact:
+        # Turns of the window saved meanwhile no longer count toward min_to_compact.
+        if w.preceding - (w.new_turns - len(sources)) < inp.min_to_compact:
             return refuse("below-min-to-compact", result.tokens_in, result.tokens_out)
         wanted = {(t["agent"], t["msg_id"]) for t in kept + w.folded + w.replaced_unread}
         retired = store.retire_turns(conn, *scope, sorted(wanted))

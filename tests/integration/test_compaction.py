@@ -199,6 +199,26 @@ def test_fewer_new_turns_than_min_to_compact_are_left_alone(t, deps, pool, org):
     assert snapshot(pool, org) == before
 
 
+def test_min_to_compact_counts_the_new_turns_past_the_prompt_budget_too(t, deps, pool, org):
+    """GIVEN a thread of 16 turns of 10,000 characters: 6 before the last 10, of which only 3
+    fit the summarizer's 32,000-character prompt
+    WHEN a writer compacts it with min_to_compact 4
+    THEN the 3 that fit are summarised (6 new turns precede the last 10); the 3 after them
+    stay live for the next compaction.
+    """
+    for i in range(16):
+        text = f"turn {i} " + ("about the quarry barge schedule " * 400)[:9_990]
+        t.append("th", text, msg_id=f"m{i:02d}", role=("user", "assistant")[i % 2])
+    llm = scripted(deps, SUMMARY)
+
+    out = compacted(t)
+
+    assert (out["compacted"], out["messages_summarized"]) == (True, 3), out
+    assert len(llm.prompts) == 1
+    live = [r["msg_id"] for r in listed(t) if r["msg_id"].startswith("m")]
+    assert live == [f"m{i:02d}" for i in range(3, 16)]
+
+
 def test_a_second_compaction_with_no_new_turns_is_already_compacted(t, deps, pool, org):
     """GIVEN a thread of 20 turns compacted once
     WHEN a writer compacts it again with no new turns

@@ -14,6 +14,7 @@ from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
+    UNRECORDED,
     InsertedTurns,
     NewTurn,
     TurnVector,
@@ -50,8 +51,11 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
     first = turns[0]
     scope = (first.org, first.namespace, first.thread_id, first.agent)
     with read_connection(deps.pool) as conn:
-        states = existing_copies(conn, *scope, [t.msg_id for t in turns])
-        adopt_saved_turns(conn, *scope, [m for m, state in states.items() if state == "saved_only"])
+        states: dict[str, str] = dict(existing_copies(conn, *scope, [t.msg_id for t in turns]))
+        saved_only = [m for m, state in states.items() if state == "saved_only"]
+        if saved_only and not adopt_saved_turns(conn, *scope, saved_only):
+            # The transcript does not hold them: recording is off, whatever a user saved.
+            states.update(dict.fromkeys(saved_only, UNRECORDED))
     fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
     to_embed = [t for t in fresh if embeddable(t)]
     inserted = InsertedTurns({}, None)
@@ -84,9 +88,12 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
 
 
 def _existing(msg_id: str, state: str, now: datetime) -> Recorded:
-    """A copy already there: a duplicate, or a turn deleted since (never revived)."""
+    """A copy already there: a duplicate, or a turn deleted since (never revived); or one only
+    a save keeps, where the namespace does not record."""
     if state == "tombstoned":
         return Recorded(msg_id, now, False, "deleted")
+    if state == UNRECORDED:
+        return Recorded(msg_id, now, False, "logging_disabled")
     return Recorded(msg_id, now, True, "duplicate")
 
 

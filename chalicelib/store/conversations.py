@@ -17,6 +17,8 @@ from chalicelib.store.pool import database_clock, read_connection, sent_whole
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "saved_only", "tombstoned"]
+# A saved-only copy the append did not adopt: the namespace does not record.
+UNRECORDED = "unrecorded"
 TURN_COLUMNS = (
     "msg_id, thread_id, role, content, reasoning, agent, user_id, run_id, metadata, tokens, ts"
 )
@@ -55,19 +57,21 @@ def existing_copies(
 
 def adopt_saved_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
-) -> None:
+) -> bool:
     """Copies there only because a user saved them, which the client now logs: the
-    transcript's, where the namespace records (an unsave then leaves them in place)."""
-    if not msg_ids:
-        return
-    conn.execute(
-        "UPDATE loom.conversations c SET saved_only = false WHERE c.org = %s"
-        " AND c.namespace = %s AND c.thread_id = %s AND c.agent = %s"
-        " AND c.msg_id = ANY(%s) AND c.saved_only AND EXISTS (SELECT 1"
-        "  FROM loom.namespaces n WHERE n.org = c.org AND n.namespace = c.namespace"
-        "  AND n.conversation_logging_enabled)",
-        (org, namespace, thread_id, agent, msg_ids),
-    )
+    transcript's, where the namespace records (an unsave then leaves them in place). False
+    when it does not record: they stay the save's alone."""
+    row = conn.execute(
+        "WITH ns AS (SELECT 1 FROM loom.namespaces n WHERE n.org = %(org)s"
+        "  AND n.namespace = %(ns)s AND n.conversation_logging_enabled),"
+        " adopted AS (UPDATE loom.conversations c SET saved_only = false WHERE c.org = %(org)s"
+        "  AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+        "  AND c.msg_id = ANY(%(ids)s) AND c.saved_only AND EXISTS (SELECT 1 FROM ns)"
+        "  RETURNING 1)"
+        " SELECT EXISTS (SELECT 1 FROM ns)",
+        {"org": org, "ns": namespace, "thread": thread_id, "agent": agent, "ids": msg_ids},
+    ).fetchone()
+    return bool(row and row[0])
 
 
 @dataclass(frozen=True)

@@ -363,6 +363,19 @@ def test_unsave_in_a_non_recording_namespace_removes_the_turn(t, pool, org):
     assert search_saved(t, "harbour dawn", namespace=OFF_NS) == []
 
 
+def test_an_append_of_a_saved_message_where_recording_is_off_is_not_stored(t, pool, org):
+    """GIVEN a message u1 saved where the namespace does not record
+    WHEN the client appends the same turn there
+    THEN it answers stored false, logging_disabled (the transcript does not hold it), and an
+    unsave still removes it.
+    """
+    save(t, "c1", "m1", "the harbour opens at dawn", namespace=OFF_NS)
+    out = t.append("c1", "the harbour opens at dawn", msg_id="m1", namespace=OFF_NS)
+    assert (out["stored"], out["reason"]) == (False, "logging_disabled")
+    assert unsave(t, "c1", "m1", namespace=OFF_NS)["removed"] is True
+    assert transcript(pool, org, "m1") == []
+
+
 def test_unsave_keeps_a_recorded_turn_after_recording_is_switched_off(t, pool, org):
     """GIVEN a turn recorded while the namespace recorded, saved by u1, then recording switched
     off

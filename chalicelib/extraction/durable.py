@@ -25,9 +25,18 @@ _STATUS = re.compile(
     r"currently|right now|at the moment|in progress|is running|still running)\b",
     re.IGNORECASE,
 )
+_CHORE = (
+    r"(?:committed|pushed|force-pushed|rebased|stashed|cleaned up|reformatted|"
+    r"ran the formatter|bumped the lockfile|opened a pr|opened a pull request)\b"
+)
+# A chore told as what someone did (the actor named or left out: "Committed the fix"), or what
+# was done to the work ("the branch was rebased"); "Release 3.1 pushed the minimum Python
+# version to 3.11" is what a release changed.
 _HOUSEKEEPING = re.compile(
-    r"\b(?:committed|pushed|force-pushed|rebased|stashed|cleaned up|reformatted|"
-    r"ran the formatter|bumped the lockfile|opened a pr|opened a pull request)\b",
+    r"^(?:(?:the\s+)?(?:user|assistant|agent|claude|codex|cursor|i|we)\s+)?(?:just\s+|then\s+)?"
+    + _CHORE
+    + r"|\b(?:was|were|been|got)\s+(?:just\s+)?"
+    + _CHORE,
     re.IGNORECASE,
 )
 _PLAN = re.compile(

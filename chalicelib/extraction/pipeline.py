@@ -84,7 +84,8 @@ class Run:
     categories: list[str] = field(default_factory=list)
     existing: list[tuple[str, str]] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
-    forget: list[dict[str, str]] = field(default_factory=list)
+    # The model's forget requests, each marked `by_content` when its text is matched too.
+    forget: list[dict[str, Any]] = field(default_factory=list)
     digest: str = ""
     written: list[Any] = field(default_factory=list)
     # The fact each written key came from (a step after the write may drop it from `facts`).

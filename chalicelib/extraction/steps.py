@@ -26,6 +26,8 @@ from chalicelib.store.pool import read_connection
 _WORD = re.compile(r"[a-z0-9]+")
 # Model text PostgreSQL cannot store (a NUL, a lone surrogate): dropped, counted as a parse loss.
 UNSTORABLE = "text the database cannot hold"
+FACT_VALUE_CHARS = 10_000  # an extracted fact's value is cut here (counted as a drop)
+FORGET_BY_CONTENT = 50  # a window's latest forget requests matched by content
 
 
 def cache_key(run: Run, model: str, system: str, user: str) -> str:
@@ -113,7 +115,7 @@ def _segments(run: Run) -> list[list[tuple[int, dict[str, Any]]]]:
 
 
 def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
-    facts, malformed, unstored, spans = [], 0, 0, 0
+    facts, malformed, unstored, spans, cut = [], 0, 0, 0, 0
     for raw in answer.get("facts") or []:
         try:
             subject, attribute = str(raw["subject"]).strip(), str(raw["attribute"]).strip()
@@ -128,6 +130,7 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
         if unstorable([value, tags]) is not None:
             unstored += 1  # text the database cannot hold (a NUL, a lone surrogate)
             continue
+        cut += len(value) > FACT_VALUE_CHARS
         span = str(raw.get("span") or "")[:1000]
         if unstorable(span) is not None:
             spans += 1
@@ -135,7 +138,7 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
         facts.append(
             Fact(
                 key=mint_key(subject, attribute),
-                value=value[:10_000],
+                value=value[:FACT_VALUE_CHARS],
                 tags=sorted(set(tags) | set(run.extra_tags)),
                 indices=[i for i in indices if 0 <= i < len(run.messages)],
                 span=span,
@@ -149,6 +152,10 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
         run.drops.append(("loom.llm_extract", "parse", unstored, UNSTORABLE + ": fact"))
     if spans:
         run.drops.append(("loom.llm_extract", "parse", spans, UNSTORABLE + ": span (blanked)"))
+    if cut:
+        run.drops.append(
+            ("loom.llm_extract", "truncation", cut, f"fact value cut to {FACT_VALUE_CHARS:,} chars")
+        )
     return facts
 
 
@@ -185,7 +192,11 @@ def _extract(run: Run, segment: list[tuple[int, dict[str, Any]]], system: str) -
     except (LLMError, ValueError) as exc:
         raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
     run.facts.extend(_parse_facts(run, answer))
-    run.forget.extend(_forget_requests(run, answer))
+    requests = _forget_requests(run, answer)
+    # Any request naming a subject and attribute retires its key; a window's latest
+    # FORGET_BY_CONTENT are also matched by content.
+    first = len(requests) - FORGET_BY_CONTENT
+    run.forget.extend({**f, "by_content": i >= first} for i, f in enumerate(requests))
     digest = answer.get("digest")
     if isinstance(digest, str) and digest.strip():
         if unstorable(digest) is not None:

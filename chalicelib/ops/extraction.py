@@ -47,10 +47,13 @@ class Message(OpInput):
 
 class SetFromMessagesInput(MemoryScoped):
     # Filled by the capture plugins and the deferred queue, not by a model: not in the MCP schema.
-    mcp_hidden: ClassVar[tuple[str, ...]] = ("session_values", "request_id")
+    mcp_hidden: ClassVar[tuple[str, ...]] = ("session_values", "request_id", "request_time")
     messages: Annotated[list[Message], Field(min_length=1, max_length=400)]
     last_messages: Annotated[list[Message], Field(max_length=20)] = Field(default_factory=list)
     observation_date: date | None = None
+    # When the request was made (a deferred one is replayed later): what an unset
+    # observation_date, and a turn without a timestamp, are dated by. Unset: now.
+    request_time: Moment | None = None
     extra_tags: Annotated[
         list[Annotated[str, StringConstraints(max_length=100)]], Field(max_length=50)
     ] = Field(default_factory=list)
@@ -125,7 +128,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
     with read_connection(deps.pool) as conn:
         began = database_clock(conn)
-    now = deps.clock()
+    now = inp.request_time or deps.clock()
     run = Run(
         deps=deps,
         caller=ctx.caller,
@@ -218,6 +221,7 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
     """Store the request, commit, then send the message that carries only its queue_id."""
     queue_id = uuid.uuid4().hex
     request = inp.model_dump(mode="json", exclude={"defer"})
+    request["request_time"] = (inp.request_time or ctx.deps.clock()).isoformat()
     user = write_user(ctx.caller, inp.user_id)
     with ctx.deps.pool.connection() as conn:
         queue_store.enqueue(
@@ -282,12 +286,12 @@ def _forget(run: Run) -> list[str]:
         return []
     keys: set[str] = set()
     with run.deps.pool.connection() as conn:
-        for f in run.forget[-50:]:  # the latest 50 requests
+        for f in run.forget:
             subject, attribute = str(f.get("subject") or ""), str(f.get("attribute") or "")
             if subject and attribute:
                 keys.add(mint_key(subject, attribute))
             text = str(f.get("text") or "").strip()
-            if len(text) >= 3:
+            if f["by_content"] and len(text) >= 3:
                 rows = memory_store.lexical_leg(
                     conn,
                     org=run.org,

@@ -78,7 +78,13 @@ def process_job(deps: Deps, queue_id: str) -> str:
         read_user_id=job["read_user_id"],
         principal=job["principal"],
     )
-    body = {**job["request"], "defer": False, "request_id": queue_id}
+    # Dated when it was asked for (a job queued before requests kept their time: its row's).
+    body = {
+        "request_time": job["created_at"].isoformat(),
+        **job["request"],
+        "defer": False,
+        "request_id": queue_id,
+    }
     try:
         out = call("memory.set_from_messages", body, caller, deps).body
     except Exception as exc:

@@ -145,6 +145,62 @@ def test_a_coding_capture_drops_non_durable_facts(m, deps, pool, source):
     assert stage == {"status_snapshot", "first_person_plan", "housekeeping"}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Release 2.0 cleaned up the legacy auth module.",
+        "Release 3.1 pushed the minimum Python version to 3.11.",
+    ],
+)
+def test_a_coding_capture_keeps_a_release_change_named_with_a_chore_verb(m, deps, pool, value):
+    """GIVEN a coding capture
+    WHEN the extraction returns what a release changed, told with a verb a chore also uses
+    ("pushed", "cleaned up")
+    THEN it is written: the housekeeping rule matches someone doing a chore, not the verb.
+    """
+    scripted(deps, reply(fact("project", "release change", value)))
+
+    out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
+
+    assert keys(out) == ["project/release_change"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "I pushed the branch to origin.",
+        "The branch was rebased onto main.",
+        "We just committed it.",
+    ],
+)
+def test_a_coding_capture_drops_a_chore_told_in_any_person(m, deps, pool, value):
+    """GIVEN a coding capture
+    WHEN the extraction returns a chore told as what someone did, or what was done
+    THEN it is dropped as housekeeping.
+    """
+    scripted(deps, reply(fact("project", "git", value)))
+
+    out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
+
+    assert keys(out) == []
+    assert _reasons(pool, m.org)[("loom.drop_non_durable", "housekeeping")] == 1
+
+
+def test_a_fact_value_cut_to_10000_characters_is_counted_as_a_drop(m, deps, pool):
+    """GIVEN an extraction answer whose fact value runs past 10,000 characters
+    WHEN it is written
+    THEN the value is stored cut to 10,000 characters and the cut is counted in
+    loom.memory_drops (truncation).
+    """
+    long_value = "The user keeps this note: " + "lorem ipsum " * 1000
+    scripted(deps, reply(fact("user", "note", long_value)))
+
+    m.extract_ok(SAID)
+
+    assert facts_of(pool, m.org)["user/note"] == long_value.strip()[:10_000]
+    assert _reasons(pool, m.org)[("loom.llm_extract", "truncation")] == 1
+
+
 def test_a_capture_that_is_not_coding_keeps_those_facts(m, deps):
     """GIVEN a transcript from a chat client (extra_tags without a coding source)
     WHEN the extraction returns the same status, plan and housekeeping facts

@@ -142,6 +142,27 @@ def test_a_forget_request_retires_the_matching_rows_and_names_them(m, deps, pool
     assert m.get("user/home_city")["found"] is False
 
 
+def test_a_forget_by_subject_and_attribute_is_not_held_to_the_latest_50(m, deps, pool):
+    """GIVEN a stored home city, and a content match ("Initech") in the window
+    WHEN the extraction returns a forget request by subject and attribute (the city), then
+    50 by content only, and an old content request (Initech) before those 50
+    THEN the city is retired (every request naming a key counts); only the latest 50 are
+    matched by content, so the employer stays.
+    """
+    m.set("user/home_city", "The user lives in Porto.")
+    m.set("user/employer", "The user works at Initech.")
+    forget = [{"subject": "user", "attribute": "home city", "text": ""}, {"text": "initech"}]
+    forget += [
+        {"subject": "", "attribute": "", "text": f"nothing like this {i}"} for i in range(50)
+    ]
+    scripted(deps, reply(forget=forget))
+
+    out = m.extract_ok(turns(("user", "Forget where I live, and a lot of other things.")))
+
+    assert out["forgotten_keys"] == ["user/home_city"]
+    assert facts_of(pool, m.org) == {"user/employer": "The user works at Initech."}
+
+
 def test_a_forget_request_leaves_a_locked_row(m, deps, pool):
     """GIVEN a locked memory of the user's city
     WHEN the extraction returns a forget request for it

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -102,6 +103,31 @@ def test_a_message_that_cannot_be_sent_still_answers_deferred_and_is_sent_later(
         )
     resend_stranded(deps)
     assert (out["queue_id"], 0) in deps._queue.sent
+
+
+def test_a_deferred_request_is_dated_when_it_was_made_not_when_it_runs(
+    deps, org, queue, pool, monkeypatch
+):
+    """GIVEN a request deferred on 1 March with no observation_date, and a turn without a
+    timestamp
+    WHEN the worker runs it on 3 March
+    THEN the prompt's observation date, the fact's and the turn's evidence time are 1 March,
+    and the source is still request_time.
+    """
+    monkeypatch.setattr(deps, "clock", lambda: datetime(2024, 3, 1, 12, 0, tzinfo=UTC))
+    queued = _defer(local_caller(org), deps, "Lisbon")
+    monkeypatch.setattr(deps, "clock", lambda: datetime(2024, 3, 3, 12, 0, tzinfo=UTC))
+    deps._llm = llm = ScriptedLLM(replies=deque([_fact("lisbon")]))
+
+    assert process_job(deps, queued["queue_id"]) == "done"
+
+    assert "Observation date: 2024-03-01" in llm.prompts[0][1]
+    (fact_date,) = _rows(
+        pool, "SELECT observation_date FROM loom.memories WHERE org = %s AND kind = 'fact'", org
+    )
+    assert str(fact_date[0]) == "2024-03-01"
+    (said,) = _rows(pool, "SELECT ts FROM loom.memory_evidence WHERE org = %s", org)
+    assert said[0] == datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def test_allowlisted_agents_defer_but_explicit_false_and_typed_records_do_not(

@@ -107,6 +107,17 @@ class AppendInput(AgentScoped):
 
     _bounded = field_validator("metadata")(_metadata_bounded)
 
+    @field_validator("msg_id")
+    @classmethod
+    def _not_a_summary_id(cls, msg_id: str) -> str:
+        # Compaction alone writes summaries: a client turn under such an id would be taken
+        # for one (erased with the turns it names, retired unread by the next compaction).
+        if msg_id.startswith(store.SUMMARY_ID_PREFIX):
+            raise ValueError(
+                f"msg_id may not start with {store.SUMMARY_ID_PREFIX!r}: compaction writes those"
+            )
+        return msg_id
+
     @model_validator(mode="after")
     def _key_fits(self) -> AppendInput:
         msg_id = self.msg_id or DERIVED_MSG_ID_SHAPE  # as long as the id derived for it

@@ -11,6 +11,7 @@ import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,7 @@ import pytest
 from chalicelib import dashboard
 from chalicelib.auth import mint_token
 from chalicelib.providers.llm import LLMResult
+from chalicelib.store.conversations import NewTurn, insert_summary
 from tests.live_server import ROOT, live_server
 
 SHOTS = ROOT / "build" / "screenshots"
@@ -386,22 +388,28 @@ def contrast(tab, selector: str) -> float:
     )
 
 
-def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(page, server, org):
+def test_a_thread_shows_roles_reasoning_and_summaries_and_saves_per_message(
+    page, server, org, pool
+):
     """GIVEN a recorded thread with a compaction summary, user and assistant turns (one with
     reasoning) and a tool turn WHEN the user opens it from the list with the keyboard, saves
     the assistant's answer, searches the Saved panel, reloads, and unsaves it THEN roles are
     drawn apart, reasoning is folded, the summary is marked, saved state comes from one
     saved_status call per page, and the Saved panel follows every change."""
     record(server, org)
-    append(
-        server,
-        org,
-        "t",
-        "system",
-        "Summary: the customer asked about refunds.",
-        msg_id="summary-s0",  # as compaction names one
+    summary = NewTurn(
+        org=org,
+        namespace="support",
+        thread_id="t",
+        agent="bot",
+        msg_id="summary-s0",  # written as compaction writes one (an append refuses such ids)
+        role="system",
+        content="Summary: the customer asked about refunds.",
         metadata={"compacted_from": ["a", "b", "c"]},
     )
+    with pool.connection() as conn:
+        at = datetime.now(UTC)
+        assert insert_summary(conn, summary, at, at)
     # A client's system turn naming compacted_from is no summary: it is not marked as one.
     append(server, org, "t", "system", "A note.", msg_id="s1", metadata={"compacted_from": ["a"]})
     append(server, org, "t", "user", "Where do invoices live now?", msg_id="u1")

@@ -128,7 +128,8 @@ def test_the_oldest_turns_become_one_summary_and_the_originals_retire(t, deps, p
         ("user", "m03", 5),  # not a list at all
         ("user", "m03", [["m00"]]),  # a list of lists
         ("system", "m03", ["m00", "m01"]),  # a client's system turn, not under a summary id
-        ("system", "summary-x", [1, 2]),  # a summary id, but not a list of msg_ids
+        # A summary id (a row from before such ids were refused), but not a list of msg_ids.
+        ("system", "summary-x", [1, 2]),
     ],
 )
 def test_a_clients_metadata_naming_compacted_from_makes_no_summary(
@@ -145,9 +146,16 @@ def test_a_clients_metadata_naming_compacted_from_makes_no_summary(
     for i in range(20):
         kw = {}
         if i == 3:
-            kw = {"msg_id": msg_id, "metadata": {"compacted_from": compacted_from}}
+            kw = {"msg_id": "m03", "metadata": {"compacted_from": compacted_from}}
         turn_role = role if i == 3 else ("user", "assistant")[i % 2]
         ids.append(t.append("th", content(i), role=turn_role, **kw)["msg_id"])
+    if msg_id != "m03":  # an append refuses a summary id: the row as an earlier build wrote it
+        execute(
+            pool,
+            "UPDATE loom.conversations SET msg_id = %s WHERE org = %s AND msg_id = 'm03'",
+            (msg_id, org),
+        )
+        ids[3] = msg_id
     llm = scripted(deps, SUMMARY)
     out = compacted(t)
 

@@ -32,6 +32,9 @@ BAD = [
     ("conversation.append", {"thread_id": ""}),
     ("conversation.append", {"thread_id": "t" * 257}),
     ("conversation.append", {"msg_id": "m" * 257}),
+    # Compaction alone writes summary- ids (a client's would be taken for a summary).
+    ("conversation.append", {"msg_id": "summary-bob-note", "role": "system"}),
+    ("conversation.append", {"msg_id": "summary-x"}),
     ("conversation.append", {"role": "robot"}),
     ("conversation.append", {"role": "USER"}),
     ("conversation.append", {"tokens": -1}),

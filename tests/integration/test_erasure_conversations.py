@@ -198,7 +198,8 @@ def test_a_clients_system_turn_naming_an_erased_turn_is_not_erased(t, pool, org)
     """GIVEN Ann's turn, and Bob's own system turn whose metadata names it in compacted_from
     (a client's note, not a summary compaction wrote)
     WHEN Ann is erased with purge
-    THEN Ann's turn is gone and Bob's stays: only a compaction summary goes with its turns."""
+    THEN Ann's turn is gone and Bob's stays: only a compaction summary goes with its turns
+    (and a client cannot write under a summary's id: see test_conversation_validation)."""
     a = t.append("th-1", "zanzibar wants the invoices in euros", user_id=ANN, msg_id="m-ann")
     t.append("th-1", "bob's own note: weekly invoices", role="system", user_id=BOB,
              msg_id="note-bob", metadata={"compacted_from": [a["msg_id"]]}, agent="a2")  # fmt: skip

@@ -139,6 +139,7 @@ class Memory:
         memory_key: str | None = None,
         valid_at: str | None = None,
         defer: bool | None = None,
+        agent_learnings: bool | None = None,
     ) -> MemorySetFromMessagesResult:
         """Extract durable facts from a transcript (recalled_keys, session_values and
         pipeline_steps are HTTP and MCP only)."""
@@ -155,6 +156,7 @@ class Memory:
             memory_key=memory_key,
             valid_at=valid_at,
             defer=defer,
+            agent_learnings=agent_learnings,
         )
         return cast(MemorySetFromMessagesResult, out)
 
@@ -208,6 +210,9 @@ class Briefs:
 
 
 _TURN_FIELDS = ("msg_id", "reasoning", "metadata", "tokens", "run_id")
+# What one memory.set_from_messages call takes: turns, and characters a turn.
+EXTRACTION_MESSAGES_MAX = 400
+EXTRACTION_MESSAGE_CHARS = 200_000
 
 
 class Session:
@@ -235,7 +240,9 @@ class Session:
             )
             # Whether the namespace records, as the latest answer says (a duplicate was stored).
             self.transcript_stored = result.get("reason") != "logging_disabled"
-            self._buffer.append({"role": turn["role"], "content": turn["content"]})
+            # A turn the transcript holds whole goes to extraction as far as a message holds.
+            content = turn["content"][:EXTRACTION_MESSAGE_CHARS]
+            self._buffer.append({"role": turn["role"], "content": content})
             out.append(result)
             if len(self._buffer) >= self.flush_every:
                 await self._flush(self.flush_every)
@@ -251,13 +258,18 @@ class Session:
         async with self._flushing:
             if len(self._buffer) < at_least:  # a flush that ran meanwhile took them
                 return
-            turns: list[Mapping[str, Any]] = list(self._buffer)
-            out = await self._a.memory.set_from_messages(
-                turns, user_id=self.user_id, session_id=self.thread_id, defer=True
-            )
-            del self._buffer[: len(turns)]
-            if out.get("queue_id"):
-                self.queue_ids.append(out["queue_id"])
+            # The turns buffered now, in calls of as many as one takes, oldest first (turns
+            # appended meanwhile wait for the next flush).
+            left = len(self._buffer)
+            while left:
+                turns: list[Mapping[str, Any]] = self._buffer[: min(left, EXTRACTION_MESSAGES_MAX)]
+                out = await self._a.memory.set_from_messages(
+                    turns, user_id=self.user_id, session_id=self.thread_id, defer=True
+                )
+                del self._buffer[: len(turns)]
+                left -= len(turns)
+                if out.get("queue_id"):
+                    self.queue_ids.append(out["queue_id"])
 
     async def resume(self, query: str = "", *, tail: int = 20) -> dict[str, Any]:
         """The memories that answer `query` for this user, and the transcript's tail."""

@@ -248,6 +248,26 @@ def test_session_end_hands_the_session_to_deferred_extraction_once(server, tmp_p
     ]
 
 
+def test_a_turn_holding_a_lone_surrogate_loses_only_that_character(server, tmp_path):
+    """GIVEN a transcript whose first user turn ends in half an emoji (a lone surrogate, as a
+    cut JavaScript string leaves)
+    WHEN the Stop hook, then SessionEnd, fire
+    THEN every turn is stored (that one without the character), and one deferred extraction
+    holds all five turns.
+    """
+    s = Session(server, tmp_path)
+    entry = json.loads(LINES[1])
+    entry["message"]["content"] += " \ud83d"
+    s.transcript.write_text("".join([LINES[0], json.dumps(entry) + "\n", *LINES[2:]]))
+    assert s.hook("stop").returncode == 0
+    stored = turns(server, s.namespace)
+    assert [t["msg_id"] for t in stored] == UUIDS
+    assert "\ud83d" not in stored[0]["content"]
+    assert s.hook("session-end").returncode == 0
+    batches = post(server, "memory.extraction_status", namespace=s.namespace, agent="*")
+    assert [b["sizes"]["messages"] for b in batches["batches"]] == [5]
+
+
 def test_the_session_start_primer_only_names_the_saved_briefs(server, tmp_path):
     """GIVEN no brief THEN the primer says nothing; GIVEN a saved brief THEN the primer names
     its key and loads none of it; the loom-session skill's commands list and load it."""

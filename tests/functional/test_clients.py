@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import urllib.request
+import uuid
 from pathlib import Path
 
 import anyio
@@ -119,6 +120,57 @@ def test_transcript_stored_follows_the_recording_switch(server):
             return before, s.transcript_stored
 
     assert _run(flow) == (False, True)
+
+
+def test_a_session_hands_long_and_many_turns_to_extraction_as_it_takes_them(server, pool):
+    """GIVEN a session with a 250,000-character turn (the transcript takes it; an extraction
+    message holds 200,000), then 400 more turns, flushed only at close
+    WHEN it closes
+    THEN the 401 turns reach extraction in two calls (400 turns, then 1), the long one cut to
+    200,000 characters; nothing is left buffered."""
+    ns = f"sdk-{uuid.uuid4().hex[:8]}"
+
+    async def flow():
+        async with Agent("dev", ns, "bot", base_url=server) as bot:
+            s = bot.session("thread-long", user_id="u1", flush_every=1000)
+            await s.append({"role": "assistant", "content": "x" * 250_000})
+            for i in range(400):
+                await s.append({"role": "user", "content": f"turn {i}", "msg_id": f"m{i}"})
+            await s.close()
+            return s.queue_ids, s._buffer
+
+    queue_ids, left = _run(flow)
+    assert len(queue_ids) == 2 and left == []
+    with pool.connection() as conn:
+        sizes = conn.execute(
+            "SELECT sizes FROM loom.memory_extraction_queue WHERE queue_id = ANY(%s)"
+            " ORDER BY created_at",
+            (queue_ids,),
+        ).fetchall()
+    assert [s["messages"] for (s,) in sizes] == [400, 1]
+    assert sizes[0][0]["chars"] == 200_000 + sum(len(f"turn {i}") for i in range(399))
+
+
+def test_set_from_messages_carries_agent_learnings(server, pool):
+    """GIVEN the SDK WHEN set_from_messages is called with agent_learnings=False (deferred)
+    THEN the request the server queued carries it."""
+    ns = f"sdk-{uuid.uuid4().hex[:8]}"
+
+    async def flow():
+        async with Agent("dev", ns, "bot", base_url=server) as bot:
+            return await bot.memory.set_from_messages(
+                [{"role": "user", "content": "I moved to Lisbon."}],
+                agent_learnings=False,
+                defer=True,
+            )
+
+    out = _run(flow)
+    with pool.connection() as conn:
+        (request,) = conn.execute(
+            "SELECT request FROM loom.memory_extraction_queue WHERE queue_id = %s",
+            (out["queue_id"],),
+        ).fetchone()
+    assert request["agent_learnings"] is False
 
 
 def test_the_extraction_example_runs_and_errors_carry_the_servers_code(server, monkeypatch):

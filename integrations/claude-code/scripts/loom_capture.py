@@ -124,7 +124,7 @@ class Client:
         headers = {"Content-Type": "application/json"}
         if self.cfg.token:
             headers["Authorization"] = f"Bearer {self.cfg.token}"
-        data = json.dumps(_no_nul(full)).encode("utf-8")
+        data = json.dumps(_storable(full)).encode("utf-8")
         request = urllib.request.Request(
             f"{self.cfg.base_url}/v1/{op}", data=data, headers=headers, method="POST"
         )
@@ -155,14 +155,16 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
         return exc.reason if isinstance(exc.reason, str) else ""
 
 
-def _no_nul(value: Any) -> Any:
-    """PostgreSQL text holds no U+0000; a transcript can."""
+def _storable(value: Any) -> Any:
+    """PostgreSQL text holds no U+0000 and no lone UTF-16 surrogate (half an emoji a cut
+    string leaves); a transcript can hold both. They are removed, rather than the server
+    refusing the whole turn, brief or extraction."""
     if isinstance(value, str):
-        return value.replace("\x00", "")
+        return value.encode("utf-8", "ignore").decode("utf-8").replace("\x00", "")
     if isinstance(value, list):
-        return [_no_nul(v) for v in value]
+        return [_storable(v) for v in value]
     if isinstance(value, dict):
-        return {k: _no_nul(v) for k, v in value.items()}
+        return {_storable(k): _storable(v) for k, v in value.items()}
     return value
 
 

@@ -20,6 +20,9 @@ SERVER_INFO = {"name": "loom", "version": "0.1.0"}
 # The revisions that open a session with `initialize`, newest first (an unknown one asked for
 # is answered with the newest).
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# The one version whose Streamable HTTP takes a JSON-RPC batch (it is also the version a
+# request without MCP-Protocol-Version is read as); 2025-06-18 removed batching.
+BATCH_VERSION = "2025-03-26"
 SESSION_HEADER = "Mcp-Session-Id"
 GENERIC_TOOL = "loom_op"
 INSTRUCTIONS = (
@@ -96,7 +99,8 @@ class UnknownToolError(Exception):
 def _resolve_tool(name: str, arguments: dict[str, Any]) -> tuple[OpSpec, dict[str, Any]]:
     ops = registered()
     if name == GENERIC_TOOL:
-        op_name, args = arguments.get("op"), arguments.get("args") or {}
+        op_name, args = arguments.get("op"), arguments.get("args")
+        args = {} if args is None else args
         spec = ops.get(op_name) if isinstance(op_name, str) else None
         if spec is None:
             raise UnknownOpError(f"no op named {op_name!r}")
@@ -180,6 +184,9 @@ def handle(
                            f"this server speaks {known}"), {}  # fmt: skip
     if not isinstance(msg, list):
         return _one(msg, query, headers, caller, deps, in_batch=False)
+    if asked is not None and asked != BATCH_VERSION:
+        return 400, _error(None, -32600, f"invalid request: MCP {asked} takes one JSON-RPC "
+                           "message a POST, not a batch"), {}  # fmt: skip
     if not msg:
         return 400, _error(None, -32600, "invalid request: an empty batch"), {}
     answers = (_one(m, query, headers, caller, deps, in_batch=True)[1] for m in msg)
@@ -265,8 +272,9 @@ def _one(
             return 200, _error(req_id, -32602, "invalid params: unknown cursor"), extra
         result = {"tools": list_tools(toolset)}
     elif method == "tools/call":
+        arguments = params.get("arguments")
         if not isinstance(params.get("name"), str) or not isinstance(
-            params.get("arguments") or {}, dict
+            {} if arguments is None else arguments, dict
         ):
             return 200, _error(req_id, -32602, "invalid params: name (a string) and arguments "
                                "(an object) name the tool call"), extra  # fmt: skip

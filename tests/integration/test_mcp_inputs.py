@@ -68,6 +68,11 @@ def test_a_client_info_that_is_no_object_is_read_as_none(client, deps, org, info
         {"name": "loom_system_whoami", "arguments": True},
         {"name": "loom_system_whoami", "arguments": [1]},
         {"name": "loom_system_whoami", "arguments": [["zz", 1], [5, 2]]},
+        # Empty or false, they are still no object.
+        {"name": "loom_system_whoami", "arguments": []},
+        {"name": "loom_system_whoami", "arguments": ""},
+        {"name": "loom_system_whoami", "arguments": 0},
+        {"name": "loom_system_whoami", "arguments": False},
         {"name": ["loom_system_whoami"]},
     ],
 )
@@ -79,6 +84,18 @@ def test_a_tool_call_whose_arguments_are_no_object_is_invalid_params(client, dep
     message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
     status, body = _mcp(client, token, message)
     assert (status, body["error"]["code"]) == (200, -32602), body
+
+
+@pytest.mark.parametrize("args", [[], "", 0, False])
+def test_a_loom_op_call_whose_args_are_no_object_is_a_tool_error(client, deps, org, args):
+    """GIVEN a loom_op tools/call whose args are empty or false but no object
+    WHEN it is posted THEN the tool answers an error result, and the op is not run."""
+    token = mint_token(deps, org=org, role="writer")
+    params = {"name": "loom_op", "arguments": {"op": "system.whoami", "args": args}}
+    message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+    status, body = _mcp(client, token, message)
+    assert status == 200 and body["result"]["isError"] is True, body
+    assert "args must be an object" in body["result"]["content"][0]["text"]
 
 
 @pytest.mark.parametrize("session_id", ["abc\u0000def", "deadbeef" * 4])

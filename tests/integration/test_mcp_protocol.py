@@ -283,6 +283,18 @@ def test_a_batch_answers_its_requests_and_not_its_notifications(session):
     assert body[0]["error"]["code"] == -32600, body
 
 
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2024-11-05"])
+def test_a_batch_is_refused_in_a_version_without_batching(session, version):
+    """GIVEN an open session whose client speaks a version without JSON-RPC batching (MCP
+    removed it in 2025-06-18)
+    WHEN a batch arrives with that MCP-Protocol-Version
+    THEN it answers 400 with a single JSON-RPC error -32600, and no request of it is run."""
+    batch = [_rpc("ping", req_id=1), _rpc("tools/list", req_id=2)]
+    status, body, _ = session.send(batch, **{"MCP-Protocol-Version": version})
+    assert status == 400 and isinstance(body, dict), body
+    assert body["error"]["code"] == -32600 and body["id"] is None
+
+
 def test_versions_are_negotiated_among_those_with_an_initialize_handshake(client, deps, org):
     """GIVEN a client asking for a version this server does not know (or a newer one without
     the handshake)

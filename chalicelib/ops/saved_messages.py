@@ -191,7 +191,7 @@ def _refusal(copy: dict[str, Any], user: str) -> SaveReason:
         return "deleted"
     if copy["role"] not in ("user", "assistant"):
         return "unsupported_role"
-    if copy["user_id"] not in ("-", user):
+    if copy["user_id"] not in ("-", user) or copy["saved_elsewhere"]:
         return "owner_mismatch"
     if embedded_reads_as_high(copy["content"], EMBED_CHARS):
         return "high_sensitivity"

@@ -32,22 +32,41 @@ def find_copy(
 ) -> dict[str, Any] | None:
     """The message's transcript row and its embedding row: a live copy first, then one this
     user saved already (another agent's copy of the message is not saved twice), then the
-    caller agent's."""
+    caller agent's; `saved_elsewhere` when another user saved another live copy (the copies
+    share one vector row: a message is saved for one user, whichever agent's copy is named)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT c.agent, c.role, c.content, c.user_id, c.is_saved, c.saved_at, c.ts,"
             " c.tombstoned_at IS NOT NULL AS deleted,"
             " e.msg_id IS NOT NULL AND e.tombstoned_at IS NULL AND e.embedding IS NOT NULL"
             "   AS has_vector,"
-            " coalesce(e.is_saved AND e.tombstoned_at IS NULL, false) AS vector_flagged"
+            " coalesce(e.is_saved AND e.tombstoned_at IS NULL, false) AS vector_flagged,"
+            " EXISTS (" + _SAVED_ELSEWHERE + ") AS saved_elsewhere"
             " FROM loom.conversations c LEFT JOIN loom.conversation_embeddings e"
             " ON e.org = c.org AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
-            " AND e.msg_id = c.msg_id AND e.model = %s"
-            " WHERE c.org = %s AND c.namespace = %s AND c.thread_id = %s AND c.msg_id = %s"
-            " ORDER BY c.tombstoned_at IS NOT NULL, (c.is_saved AND c.user_id = %s) DESC,"
-            " c.agent = %s DESC, c.ts LIMIT 1",
-            (model, org, namespace, thread_id, msg_id, user, agent),
+            " AND e.msg_id = c.msg_id AND e.model = %(model)s"
+            " WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"
+            " AND c.msg_id = %(msg_id)s"
+            " ORDER BY c.tombstoned_at IS NOT NULL, (c.is_saved AND c.user_id = %(user)s) DESC,"
+            " c.agent = %(agent)s DESC, c.ts LIMIT 1",
+            {
+                "model": model,
+                "org": org,
+                "ns": namespace,
+                "thread": thread_id,
+                "msg_id": msg_id,
+                "user": user,
+                "agent": agent,
+            },
         ).fetchone()
+
+
+# A live copy of the message (any agent's) that a user other than %(user)s saved.
+_SAVED_ELSEWHERE = (
+    "SELECT 1 FROM loom.conversations o WHERE o.org = %(org)s AND o.namespace = %(ns)s"
+    " AND o.thread_id = %(thread)s AND o.msg_id = %(msg_id)s AND o.tombstoned_at IS NULL"
+    " AND o.is_saved AND o.user_id NOT IN ('-', %(user)s)"
+)
 
 
 def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
@@ -74,17 +93,27 @@ def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
 def claim_saved(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str, user: str
 ) -> dict[str, Any] | None:
-    """Flag the row saved for `user` if nobody else owns it, in the mutation itself."""
+    """Flag the row saved for `user` if nobody else owns it (and nobody else saved another
+    copy of the message), in the mutation itself."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.conversations SET user_id = %s, is_saved = true,"
+            "UPDATE loom.conversations SET user_id = %(user)s, is_saved = true,"
             " saved_at = CASE WHEN is_saved THEN coalesce(saved_at, clock_timestamp())"
             "   ELSE clock_timestamp() END,"
             " (saved_tsv, saved_len) = " + _LEXICON + ""
-            " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s AND msg_id = %s"
-            " AND tombstoned_at IS NULL AND user_id IN ('-', %s) AND role IN ('user', 'assistant')"
+            " WHERE org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s"
+            " AND agent = %(agent)s AND msg_id = %(msg_id)s AND tombstoned_at IS NULL"
+            " AND user_id IN ('-', %(user)s) AND role IN ('user', 'assistant')"
+            " AND NOT EXISTS (" + _SAVED_ELSEWHERE + ")"
             " RETURNING role, run_id, ts, saved_at",
-            (user, org, namespace, thread_id, agent, msg_id, user),
+            {
+                "user": user,
+                "org": org,
+                "ns": namespace,
+                "thread": thread_id,
+                "agent": agent,
+                "msg_id": msg_id,
+            },
         ).fetchone()
 
 

@@ -19,6 +19,7 @@ from tests.integration.test_saved_support import (
     namespaces,
     open_tenant,
     save,
+    saved_status,
     search_saved,
     transcript,
     unsave,
@@ -119,6 +120,27 @@ def test_the_first_of_two_users_claims_an_unowned_message(t, pool, org):
     assert vectors(pool, org, "m1")[0]["user_id"] == "u1"
     assert hit_ids(search_saved(t, "harbour dawn", user="u2")) == []
     assert hit_ids(search_saved(t, "harbour dawn", user="u1")) == ["m1"]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "lexical", "hybrid"])
+def test_the_first_user_claims_a_message_two_agents_logged(t, pool, org, mode):
+    """GIVEN one message that agents a1 and a2 both logged, with no user
+    WHEN u1 saves it through a1, then u2 through a2
+    THEN u2 is answered owner_mismatch (the message is saved for u1, whichever agent's copy
+    u2 names): u1's saved search finds it in every mode, u2's in none, and the shared vector
+    row stays u1's.
+    """
+    text = "the quarterly ledger reconciliation checklist for kestrel"
+    t.append("th", text, msg_id="m", agent="a1")
+    t.append("th", text, msg_id="m", agent="a2")
+    assert save(t, "th", "m", text, user="u1", agent="a1")["reason"] == ""
+    second = save(t, "th", "m", text, user="u2", agent="a2")
+    assert (second["indexed"], second["reason"]) == (False, "owner_mismatch")
+    query = "ledger reconciliation kestrel"
+    assert hit_ids(search_saved(t, query, user="u1", search_mode=mode)) == ["m"]
+    assert hit_ids(search_saved(t, query, user="u2", search_mode=mode)) == []
+    assert saved_status(t, "th", ["m"], user="u2") == []
+    assert vectors(pool, org, "m")[0]["user_id"] == "u1"
 
 
 def test_a_tombstoned_message_answers_deleted(t, pool, org):

@@ -136,16 +136,8 @@ BOUNDED_NEEDS_USER = "a token bounded to one user needs user_id"
 def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
     """Fill identity fields from the caller and refuse any that reach outside it."""
     fields = spec.input_model.model_fields
-    if body.get("namespace") == ME:
-        user = caller.read_user_id or (body.get("user_id") if "user_id" in fields else None)
-        if not isinstance(user, str) or user in ("", "-"):
-            raise BadRequestError('namespace "@me" needs a user: a user-pinned token or user_id')
-        body["namespace"] = personal_namespace(user)
-    if _names_another_users_collection(body.get("namespace"), caller.read_user_id):
-        raise ForbiddenError(
-            "this token acts for one user only; the namespace is another user's personal"
-            ' collection ("@me" names its own)'
-        )
+    if "namespace" in fields:  # an op without one reads none: a namespace sent is unknown
+        _fill_personal_namespace(body, caller, "user_id" in fields)
     if "org" in fields:
         if body.get("org") in (None, ""):
             body["org"] = caller.org
@@ -165,6 +157,20 @@ def _fill_identity(spec: OpSpec, body: dict[str, Any], caller: Caller) -> None:
         # A token bounded to one user, with none pinned, names the one it acts for: the
         # namespace's shared rows ("-") or every user ("*") are not one user.
         raise BadRequestError(BOUNDED_NEEDS_USER)
+
+
+def _fill_personal_namespace(body: dict[str, Any], caller: Caller, takes_user: bool) -> None:
+    """ "@me" as the user's personal collection; another user's is refused to a pinned token."""
+    if body.get("namespace") == ME:
+        user = caller.read_user_id or (body.get("user_id") if takes_user else None)
+        if not isinstance(user, str) or user in ("", "-"):
+            raise BadRequestError('namespace "@me" needs a user: a user-pinned token or user_id')
+        body["namespace"] = personal_namespace(user)
+    if _names_another_users_collection(body.get("namespace"), caller.read_user_id):
+        raise ForbiddenError(
+            "this token acts for one user only; the namespace is another user's personal"
+            ' collection ("@me" names its own)'
+        )
 
 
 def _names_another_users_collection(namespace: Any, pinned: str | None) -> bool:

@@ -37,6 +37,28 @@ def test_unknown_fields_are_served_and_named(api, deps, org):
     assert headers["X-Loom-Ignored-Args"] == "colour,zz"
 
 
+@pytest.mark.parametrize(
+    ("op", "scope", "body"),
+    [
+        ("system.whoami", {}, {"namespace": "@me"}),
+        (
+            "system.whoami",
+            {"read_scope": "own_user", "read_user_id": "alice"},
+            {"namespace": "@me:bob"},
+        ),
+        ("erasure.status", {}, {"job_id": "er_none", "namespace": "@me"}),
+    ],
+)
+def test_a_namespace_sent_to_an_op_without_one_is_an_unknown_field(api, deps, org, op, scope, body):
+    """GIVEN ops that take no namespace (system.whoami, erasure.status)
+    WHEN a body names one ("@me", another user's collection)
+    THEN it is served and the namespace named in ignored_args, like any unknown field."""
+    token = mint_token(deps, org=org, role="org_admin" if op == "erasure.status" else "viewer",
+                       **scope)  # fmt: skip
+    status, out = api.post(op, token=token, **body)
+    assert status == 200 and out["ignored_args"] == ["namespace"], (status, out)
+
+
 def test_a_huge_unknown_field_name_leaves_the_header_short(api, deps, org):
     """GIVEN unknown fields "colour", one named with 70,000 characters, and "zz"
     WHEN they are sent

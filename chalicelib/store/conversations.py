@@ -568,6 +568,10 @@ def summary_row(alias: str) -> str:
 # whole text of the row's own agent's message, where that is still stored: the row was
 # indexed once that text passed the guard, and a copy whose text goes on past the indexed
 # part (with a secret, say) was never checked for it.
+_ROW_AGENTS_COPY = (
+    "SELECT 1 FROM loom.conversations o WHERE o.org = e.org AND o.namespace = e.namespace"
+    " AND o.thread_id = e.thread_id AND o.msg_id = e.msg_id AND o.agent = e.agent"
+)
 HOLDS_EMBEDDING = (
     "h.org = e.org AND h.namespace = e.namespace AND h.thread_id = e.thread_id"
     " AND h.msg_id = e.msg_id AND h.tombstoned_at IS NULL"
@@ -577,9 +581,12 @@ HOLDS_EMBEDDING = (
     "  AND o.msg_id = e.msg_id AND o.agent = e.agent"
     "  AND left(o.content, 2048) = left(h.content, 2048))"
     " ELSE left(h.content, 2048) = e.text END"
-    " AND (h.agent = e.agent OR NOT EXISTS (SELECT 1 FROM loom.conversations o"
-    "  WHERE o.org = e.org AND o.namespace = e.namespace AND o.thread_id = e.thread_id"
-    "  AND o.msg_id = e.msg_id AND o.agent = e.agent AND o.content <> h.content))"
+    # Another agent's copy holds it when its whole text is the row agent's (the text the guard
+    # read before the row was written), or, that message gone (expired), is the indexed text
+    # itself: text past it was never read, and may be a secret.
+    " AND (h.agent = e.agent OR CASE WHEN EXISTS (" + _ROW_AGENTS_COPY + ")"
+    "  THEN NOT EXISTS (" + _ROW_AGENTS_COPY + " AND o.content <> h.content)"
+    "  ELSE h.content = e.text END)"
 )
 
 

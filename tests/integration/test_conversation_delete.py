@@ -262,3 +262,27 @@ def test_a_copy_whose_text_goes_on_to_a_secret_never_takes_the_row_over(t, pool,
     (row,) = [r for r in embedding_rows(pool, org, "th") if r["msg_id"] == "m1"]
     assert row["tombstoned_at"] is not None
     assert t.search("harbour lantern meadow", agent="a2", search_mode="lexical")["hits"] == []
+
+
+@pytest.mark.parametrize("tail", [" password=hunter2secret", " and more plain words"])
+def test_an_expired_turns_row_passes_only_to_a_copy_of_the_indexed_text_itself(t, pool, org, tail):
+    """GIVEN m1 logged by a1 (2,048 plain characters, then more words: one embedding row,
+    a1's) and by a2 (the same 2,048 characters, then more text), and a1's message expired
+    WHEN a thread delete by a third agent settles the row
+    THEN it is tombstoned, not passed to a2's copy: with a1's message gone, the text past
+    2,048 characters was never read by the guard (here a password, or plain words alike);
+    a2's search finds nothing. A copy whose whole text is the indexed text takes it over.
+    """
+    base = ("the harbour lantern meadow " * 100)[:2048]
+    t.append("th", base + " and more plain words", msg_id="m1", agent="a1")
+    t.append("th", base + tail, msg_id="m1", agent="a2")
+    t.append("th", base, msg_id="m2", agent="a1")
+    t.append("th", base, msg_id="m2", agent="a3")
+    t.append("th", "a turn of agent c", agent="c")
+    with pool.connection() as conn:  # what the retention TTL does to a1's expired messages
+        conn.execute("DELETE FROM loom.conversations WHERE org = %s AND agent = 'a1'", (org,))
+    t.ok("conversation.delete", agent="c", thread_id="th", confirm_thread_id="th", as_="admin")
+    rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th")}
+    assert rows["m1"]["tombstoned_at"] is not None
+    assert (rows["m2"]["tombstoned_at"], rows["m2"]["agent"]) == (None, "a3")
+    assert t.hit_ids("harbour lantern meadow", agent="a2") == []

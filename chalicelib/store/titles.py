@@ -18,8 +18,10 @@ from psycopg.rows import dict_row
 from chalicelib.store.conversations import take_thread_lease
 
 # A thread needs a title when it has no live thread row with a title or a refusal mark.
+# No thread row, a deleted one (its id in use again: made anew when claimed), or a live one
+# with no title, not refused, not claimed.
 _UNTITLED = (
-    "(t.thread_id IS NULL OR (t.tombstoned_at IS NULL AND t.title = ''"
+    "(t.thread_id IS NULL OR t.tombstoned_at IS NOT NULL OR (t.title = ''"
     " AND NOT t.metadata ? 'title_refused'"
     " AND (t.title_claimed_until IS NULL OR t.title_claimed_until < now())))"
 )
@@ -58,6 +60,24 @@ def titler_candidates(
         ).fetchall()
 
 
+# A deleted thread row claimed again is made anew, as the titler makes one.
+_ANEW_IF_DELETED = ", ".join(
+    f"{column} = CASE WHEN t.tombstoned_at IS NULL THEN t.{column} ELSE {fresh} END"
+    for column, fresh in (
+        ("agent", "EXCLUDED.agent"),
+        ("origin", "'titler'"),
+        ("title", "''"),
+        ("title_by_titler", "false"),
+        ("metadata", "'{}'"),
+        ("run_id", "'-'"),
+        ("user_id", "'-'"),
+        ("created_at", "now()"),
+        ("updated_at", "now()"),
+        ("tombstoned_at", "NULL"),
+    )
+)
+
+
 def claim_thread(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, seconds: int
 ) -> datetime | None:
@@ -68,7 +88,7 @@ def claim_thread(
         " title_claimed_until) VALUES (%s, %s, %s, %s, 'titler',"
         " clock_timestamp() + make_interval(secs => %s))"
         " ON CONFLICT (org, namespace, thread_id) DO UPDATE"
-        " SET title_claimed_until = EXCLUDED.title_claimed_until"
+        " SET title_claimed_until = EXCLUDED.title_claimed_until, " + _ANEW_IF_DELETED + ""
         " WHERE " + _UNTITLED + " RETURNING title_claimed_until",
         (org, namespace, thread_id, agent, seconds),
     ).fetchone()

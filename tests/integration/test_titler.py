@@ -470,6 +470,26 @@ def test_a_title_set_or_a_delete_while_the_model_answers_wins(t, deps, pool, org
         assert thread_row(pool, org, mark) == (f"Plan {mark}", {"k": 1}, False)
 
 
+def test_a_thread_id_used_again_after_a_delete_is_titled_again(t, deps, pool, org):
+    """GIVEN a thread created with a title, deleted, and its id used again by four new turns
+    WHEN the titler runs
+    THEN the thread is titled from its new turns (its deleted row, title and all, is made
+    anew), and conversation.get shows it as built by appends.
+    """
+    deps._llm = PromptTitler()
+    mark = marker()
+    t.append(mark, f"{mark} an old turn")
+    t.ok("conversation.create", agent="a1", thread_id=mark, title="old title", as_="writer")
+    t.ok("conversation.delete", agent="", thread_id=mark, confirm_thread_id=mark, as_="admin")
+    thread(t, mark, 4)
+    assert listed_title(t, mark) == ""
+
+    title_threads(deps)
+
+    assert thread_row(pool, org, mark) == (f"Plan {mark}", {}, False)
+    assert t.ok("conversation.get", agent="", thread_id=mark)["created_at"] is None
+
+
 # ---- fairness ------------------------------------------------------------------------------
 
 

@@ -274,6 +274,10 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     with ctx.deps.pool.connection() as conn:
         thread = store.get_thread(conn, *scope)
         msg_count = store.count_live_turns(conn, *scope, agent)
+        # Found: a thread row, or any agent's live turn (this agent may have none).
+        found = bool(thread) or msg_count > 0
+        if not found and agent is not None:
+            found = store.count_live_turns(conn, *scope, None) > 0
         rows = []
         if inp.include_messages:
             rows = store.page_turns(
@@ -292,7 +296,7 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     thread = thread or {}
     created = thread.get("origin") == "create"  # a titler's row: the thread is appends only
     return GetOutput(
-        found=bool(thread) or msg_count > 0,
+        found=found,
         thread_id=inp.thread_id,
         title="" if reads_as_high(thread.get("title", "")) else thread.get("title", ""),
         metadata=thread.get("metadata", {}),

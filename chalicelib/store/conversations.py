@@ -487,6 +487,15 @@ def recent_threads(
 ) -> list[dict[str, Any]]:
     """Threads with a live turn in the window, most recently active first."""
     agent_cond = sql.SQL("") if agent is None else sql.SQL("AND c.agent = %(agent)s")
+    # Every agent's: the last turn is read from its first copy (a late copy of an earlier
+    # turn is not the thread's last turn), as get and list read each turn once.
+    first_copy = sql.SQL(
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = %(org)s"
+        " AND o.namespace = %(ns)s AND o.thread_id = l.thread_id AND o.msg_id = l.msg_id"
+        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (l.ts, l.agent))"
+        if agent is None
+        else ""
+    )
     query = sql.SQL(
         "WITH live AS ("
         "  SELECT c.thread_id, c.agent, c.content, c.ts, c.msg_id FROM loom.conversations c"
@@ -497,15 +506,16 @@ def recent_threads(
         "  HAVING max(ts) >= now() - make_interval(days => %(days)s)"
         "  ORDER BY max(ts) DESC, thread_id LIMIT %(limit)s OFFSET %(offset)s"
         ")"
-        " SELECT a.thread_id, a.msg_count, a.last_ts, coalesce(t.title, '') AS title,"
+        " SELECT a.thread_id, a.msg_count, last.ts AS last_ts, coalesce(t.title, '') AS title,"
         "  last.agent, last.content AS last_content"
         " FROM active a"
         " LEFT JOIN loom.conversation_threads t ON t.org = %(org)s AND t.namespace = %(ns)s"
         "  AND t.thread_id = a.thread_id AND t.tombstoned_at IS NULL"
-        " CROSS JOIN LATERAL (SELECT l.agent, l.content FROM live l"
-        "  WHERE l.thread_id = a.thread_id ORDER BY l.ts DESC, l.msg_id DESC LIMIT 1) last"
+        " CROSS JOIN LATERAL (SELECT l.agent, l.content, l.ts FROM live l"
+        "  WHERE l.thread_id = a.thread_id{first_copy}"
+        "  ORDER BY l.ts DESC, l.msg_id DESC LIMIT 1) last"
         " ORDER BY a.last_ts DESC, a.thread_id"
-    ).format(agent=agent_cond)
+    ).format(agent=agent_cond, first_copy=first_copy)
     params = {
         "org": org,
         "ns": namespace,

@@ -191,6 +191,16 @@ def test_an_unknown_thread_is_not_found(t):
     }
 
 
+def test_a_thread_holding_only_another_agents_turns_is_found(t):
+    """GIVEN a thread (no thread row) whose only live turn a1 logged
+    WHEN a2 reads it with get
+    THEN found is true (the thread has a live message) with a2's own msg_count, 0.
+    """
+    t.append("th-a1", "only a1 here", agent="a1")
+    got = t.ok("conversation.get", agent="a2", thread_id="th-a1", include_messages=True)
+    assert (got["found"], got["msg_count"], got["messages"]) == (True, 0, [])
+
+
 def test_thread_timestamps_exist_only_once_a_thread_row_does(t):
     """GIVEN a thread built by appends only
     WHEN get reads it, and again after conversation.create

@@ -156,6 +156,21 @@ def test_threads_are_listed_newest_activity_first(t):
     assert set(first) == {"thread_id", "title", "agent", "msg_count", "last_excerpt", "last_ts"}
 
 
+def test_the_last_excerpt_is_the_last_turn_not_a_late_copy_of_an_earlier_one(t):
+    """GIVEN turns X then Y logged by a1, and a2's copy of X logged after both
+    WHEN every agent's threads are listed
+    THEN the thread's last turn is Y (read once, from its first copy), as get reads them.
+    """
+    t.append("th", "first turn X", agent="a1", msg_id="x")
+    y = t.append("th", "second turn Y", agent="a1", msg_id="y")
+    t.append("th", "first turn X", agent="a2", msg_id="x")
+    got = t.ok("conversation.get", agent="", thread_id="th", include_messages=True)
+    assert [m["msg_id"] for m in got["messages"]] == ["x", "y"]
+    (th,) = t.ok("conversation.threads", agent="*", as_="viewer")["threads"]
+    assert (th["msg_count"], th["last_excerpt"], th["agent"]) == (2, "second turn Y", "a1")
+    assert th["last_ts"] == y["ts"]
+
+
 def test_threads_keeps_to_the_window(t, pool, org):
     """GIVEN a thread whose turns are ten days old and a thread active today
     WHEN threads lists with window_days 5, 30 (the default) and 365

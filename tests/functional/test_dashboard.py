@@ -960,3 +960,120 @@ def test_only_an_accepted_token_is_kept_and_signing_out_forgets_the_person(
     finally:
         page.context.close()
     assert page.errors == []
+
+
+# ---- answers arriving late ---------------------------------------------------------------
+
+
+def _hold_first_search(tab, held: list, needle: str = "") -> None:
+    """Keep the first conversation.search request (whose body holds `needle`) pending until
+    the test releases it; every other search goes through."""
+
+    def handler(route):
+        if not held and needle in (route.request.post_data or ""):
+            held.append(route)
+        else:
+            route.continue_()
+
+    tab.route("**/v1/conversation.search", handler)
+
+
+def test_a_slower_earlier_search_never_replaces_the_newer_searchs_results(page, server, org):
+    """GIVEN two searches, the first answered after the second WHEN both answers land THEN the
+    results shown are the ones for the query in the box (the newer search)."""
+    record(server, org)
+    append(server, org, "a", "user", "alpha invoice refund")
+    append(server, org, "b", "user", "beta weather breeze")
+    page.open(org, "support")
+    tab = page.tab
+    held: list = []
+    _hold_first_search(tab, held, "alpha")
+    tab.fill("#search-query", "alpha invoice refund")
+    tab.press("#search-query", "Enter")
+    while not held:
+        tab.wait_for_timeout(50)
+    tab.fill("#search-query", "beta weather breeze")
+    tab.press("#search-query", "Enter")
+    tab.wait_for_selector('#search-results .item[data-thread="b"]')
+    held[0].continue_()  # the older search's answer arrives last
+    page.wait_idle()
+    tab.wait_for_timeout(300)
+    assert tab.input_value("#search-query") == "beta weather breeze"
+    assert tab.inner_text("#search-results-title") == "Results for “beta weather breeze”"
+    assert tab.locator('#search-results .item[data-thread="a"]').count() == 0
+
+
+def test_a_search_answer_for_the_signed_out_person_is_never_shown_to_the_next(
+    browser, token_server, deps, org
+):
+    """GIVEN person A (org 1) searching on a token server WHEN A signs out before the answer
+    arrives and person B (org 2) signs in THEN B's page never shows A's hits."""
+    a = mint_token(deps, org=org, role="admin")
+    b = mint_token(deps, org=org + "b", role="admin")
+    call(token_server, "conversation.set_logging", token=a, namespace="support", enabled=True)
+    call(
+        token_server,
+        "conversation.append",
+        token=a,
+        namespace="support",
+        agent="bot",
+        thread_id="payroll",
+        role="user",
+        content="alpha payroll figures for the whole company",
+    )
+    p = Page(browser, token_server)
+    tab = p.tab
+    try:
+        tab.goto(token_server + "/#ns=support")
+        tab.fill("#token", a)
+        tab.click("#sign-in-form button[type=submit]")
+        tab.wait_for_selector("#app:not([hidden])")
+        p.wait_idle()
+        held: list = []
+        _hold_first_search(tab, held)
+        tab.fill("#search-query", "alpha payroll figures for the whole company")
+        tab.press("#search-query", "Enter")
+        while not held:
+            tab.wait_for_timeout(50)
+        tab.click("#sign-out")
+        tab.wait_for_selector("#sign-in:not([hidden])")
+        tab.fill("#token", b)
+        tab.click("#sign-in-form button[type=submit]")
+        tab.wait_for_selector("#app:not([hidden])")
+        tab.wait_for_selector("#threads-empty:not([hidden])")
+        assert f"org {org}b" in tab.inner_text("#identity")  # B is signed in
+        held[0].continue_()  # A's answer lands now
+        p.wait_idle()
+        tab.wait_for_timeout(300)
+        assert "payroll" not in tab.inner_text("#app"), "person B sees person A's search hit"
+        assert tab.is_hidden("#search-results-wrap")
+    finally:
+        p.context.close()
+
+
+def test_a_titled_thread_opened_from_a_search_hit_shows_its_title(page, server, org):
+    """GIVEN a titled thread older than the first page of the threads list WHEN the user opens
+    it from a search hit THEN the thread view leads with its title (conversation.get answers
+    it, blanked when it reads as high), not 'Thread <id>'."""
+    record(server, org)
+    call(
+        server,
+        "conversation.create",
+        org=org,
+        namespace="support",
+        agent="bot",
+        thread_id="old",
+        title="Ledger migration plan",
+    )
+    append(server, org, "old", "user", "quartz ledger migration cutover")
+    for i in range(20):
+        append(server, org, f"n{i:02d}", "user", f"newer thread {i}")
+    page.open(org, "support")
+    tab = page.tab
+    assert tab.locator('#threads .item[data-thread="old"]').count() == 0  # not on page 1
+    tab.fill("#search-query", "quartz ledger migration cutover")
+    tab.press("#search-query", "Enter")
+    tab.locator('#search-results .item[data-thread="old"]').click()
+    tab.wait_for_selector("#messages li.role-user")
+    page.wait_idle()
+    assert tab.inner_text("#thread-title") == "Ledger migration plan"

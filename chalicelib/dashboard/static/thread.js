@@ -110,6 +110,7 @@ async function loadSavedState(view, messages) {
     if (view.generation !== generation) return;
     drawSaved(ids, new Set(answer.saved || []));
   } catch (err) {
+    if (view.generation !== generation) return; // an error for a thread no longer shown
     setError("thread-error", `Saved state unavailable: ${describe(err)}`);
   }
 }
@@ -155,6 +156,7 @@ export async function openThread({ namespace, threadId, msgId = null, focus = tr
     const page = await loadPage(view);
     if (!page) return;
     const { answer } = page;
+    if (answer.title) $("thread-title").textContent = answer.title;
     const where = namespace !== state.namespace ? ` · namespace ${namespace}` : "";
     $("thread-meta").textContent = answer.found
       ? `${plural(answer.msg_count, "message")} · id ${threadId}${where}`

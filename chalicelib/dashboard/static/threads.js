@@ -114,12 +114,14 @@ function hitItem(h) {
   );
 }
 
+let searches = 0; // only the newest search's answer is drawn (a sign-out or a new one counts)
 async function search(event) {
   event.preventDefault();
   const query = $("search-query").value.trim();
   setError("search-error", "");
   if (!query) return clearSearch();
   const results = $("search-results");
+  const mine = ++searches;
   try {
     const answer = await state.api.call("conversation.search", {
       ...scope(),
@@ -127,17 +129,20 @@ async function search(event) {
       query,
       namespace_scope: $("search-all").checked ? "all_mine" : "this",
     });
+    if (mine !== searches) return;
     const hits = answer.hits || [];
     results.replaceChildren(...hits.map(hitItem));
     if (!hits.length) results.append(el("li", { class: "muted", text: "No matching turns." }));
     $("search-results-title").textContent = `Results for “${query}”`;
     $("search-results-wrap").hidden = false;
   } catch (err) {
+    if (mine !== searches) return;
     setError("search-error", describe(err));
   }
 }
 
 function clearSearch() {
+  searches++;
   $("search-results").replaceChildren();
   $("search-results-wrap").hidden = true;
   $("search-query").value = "";

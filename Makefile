@@ -55,7 +55,7 @@ package:
 	@test -x $(PKG_VENV)/bin/python || $(PY312) -m venv $(PKG_VENV)
 	@$(PKG_VENV)/bin/python -m pip install --quiet -r requirements.txt cfn-lint==1.58.0
 	rm -rf build/$(STAGE)
-	AWS_DEFAULT_REGION=us-east-1 LOOM_EXTRACTION_QUEUE_NAME=loom-extraction-$(STAGE) $(PKG_VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/$(STAGE)
+	AWS_DEFAULT_REGION=us-east-1 $(PKG_VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/$(STAGE)
 	$(PKG_VENV)/bin/python infra/precompile.py build/$(STAGE)/deployment.zip
 	$(PKG_VENV)/bin/python infra/package_check.py build/$(STAGE) $(PKG_VENV)/bin/python
 

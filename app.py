@@ -114,9 +114,9 @@ def conversation_titler(event: object) -> dict[str, int]:
     return title_threads(get_deps())
 
 
-@app.on_sqs_message(
-    queue=os.environ.get("LOOM_EXTRACTION_QUEUE_NAME", "loom-extraction"), batch_size=10
-)
+# The packaged event source reads arn:...:<this name> through Fn::Sub, so ${Stage} names the
+# queue the template creates (loom-extraction-${Stage}) whatever stage is deployed.
+@app.on_sqs_message(queue="loom-extraction-${Stage}", batch_size=10)
 def extraction_queue(event: SQSEvent) -> dict:
     from chalicelib.workers.extraction_queue import handle_sqs_batch
 
@@ -170,3 +170,12 @@ def erasure_worker(event: object) -> dict[str, int]:
     from chalicelib.workers.erasure import run_erasure_jobs
 
     return run_erasure_jobs(get_deps())
+
+
+@app.lambda_function(name="admin")
+def admin(event: dict, context: object) -> dict:
+    """A `loom` command run in the VPC beside the database, invoked by an operator:
+    {"args": ["migrate"]}, {"args": ["token", "mint", "--org", "acme", "--role", "org_admin"]}."""
+    from chalicelib.cli import run_captured
+
+    return run_captured(event.get("args") if isinstance(event, dict) else None)

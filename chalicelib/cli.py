@@ -4,7 +4,9 @@ reextract."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import io
 import os
 import signal
 import socket
@@ -15,13 +17,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from chalicelib.config import BOOT_ONLY, Settings, setting_name, with_overrides
-from chalicelib.deps import Deps, set_deps
+from chalicelib.deps import Deps, current_deps, set_deps
 from chalicelib.errors import LoomError, ValidationFailedError
 from chalicelib.observability import logging_to_stderr
 
@@ -542,6 +545,31 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if args.command != "serve":
             deps.close()
+
+
+# What the cloud's `admin` function runs: the commands that only need the database (no files,
+# no server).
+ADMIN_COMMANDS = ("migrate", "token", "settings", "drops", "reextract")
+
+
+def run_captured(argv: Any) -> dict[str, Any]:
+    """A `loom` command run inside the cloud (the `admin` function, in the VPC beside the
+    database): its exit code and what it printed."""
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        return {"exit_code": 2, "stdout": "", "stderr": 'error: send {"args": ["migrate"]}'}
+    if argv[0] not in ADMIN_COMMANDS:
+        allowed = ", ".join(ADMIN_COMMANDS)
+        return {"exit_code": 2, "stdout": "", "stderr": f"error: the admin function runs {allowed}"}
+    out, err = io.StringIO(), io.StringIO()
+    serving = current_deps()  # the command builds and closes its own: the function's stays
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+        finally:
+            set_deps(serving)
+    return {"exit_code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
 if __name__ == "__main__":

@@ -192,6 +192,12 @@ def get_deps() -> Deps:
         return _current
 
 
+def current_deps() -> Deps | None:
+    """The process-wide Deps if one is built (None: get_deps would build one)."""
+    with _current_lock:
+        return _current
+
+
 def set_deps(deps: Deps | None) -> None:
     """Swap the process-wide Deps (tests, the CLI)."""
     global _current

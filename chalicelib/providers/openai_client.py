@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+MAX_RETRIES = 1  # a call is tried at most twice, each try bounded by the timeout
+
 
 class LazyOpenAI:
     def __init__(self, base_url: str | None, api_key: str | None, timeout: float):
@@ -20,7 +22,7 @@ class LazyOpenAI:
             self._client = openai.OpenAI(
                 base_url=self._base_url,
                 api_key=self._api_key or "unset",
-                max_retries=1,
+                max_retries=MAX_RETRIES,
                 timeout=self._timeout,
             )
         return self._client

@@ -8,22 +8,21 @@ import time
 
 import boto3
 import pytest
+from chalice.app import ScheduledEventConfig
 from moto import mock_aws
 
 from chalicelib.auth import local_caller
 from chalicelib.providers.queue import SqsQueue
 from chalicelib.registry import call
 
-SCHEDULED = (
-    "conversation_retention",
-    "conversation_titler",
-    "extraction_queue_expiry",
-    "extraction_queue_resend",
-    "observe_extract",
-    "entity_extractor",
-    "embedding_worker",
-    "guard_sweep",
-)
+
+def _scheduled() -> list[str]:
+    from app import app
+
+    return sorted(e.name for e in app.event_sources if isinstance(e, ScheduledEventConfig))
+
+
+SCHEDULED = _scheduled()  # every schedule app.py declares: a new one cannot be missed here
 
 
 @pytest.fixture
@@ -98,6 +97,38 @@ def test_every_scheduled_entrypoint_runs_on_a_scheduled_event(client, name):
     )
     result = client.lambda_.invoke(name, event)
     assert result.payload is not None
+
+
+def test_nine_schedules_are_declared():
+    assert len(SCHEDULED) == 9 and "erasure_worker" in SCHEDULED
+
+
+def test_the_admin_entrypoint_runs_loom_commands_beside_the_database(
+    client, monkeypatch, database_url, org
+):
+    """GIVEN the admin function (it runs in the VPC, where the database is reached)
+    WHEN it is invoked with migrate, then token mint, then a command it does not run, then no
+    args
+    THEN migrate answers exit 0; the minted token (its output's last line) is accepted by the
+    API; serve and an empty payload answer exit 2 with a message saying what to send."""
+    monkeypatch.setenv("LOOM_DATABASE_URL", database_url)
+    monkeypatch.setenv("LOOM_EMBEDDER", "fake")
+    migrated = client.lambda_.invoke("admin", {"args": ["migrate"]}).payload
+    assert migrated["exit_code"] == 0, migrated
+    minted = client.lambda_.invoke(
+        "admin", {"args": ["token", "mint", "--org", org, "--role", "viewer"]}
+    ).payload
+    assert minted["exit_code"] == 0, minted
+    token = minted["stdout"].strip().splitlines()[-1]
+    resp = client.http.post(
+        "/v1/system.whoami",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        body="{}",
+    )
+    assert resp.status_code == 200 and json.loads(resp.body)["org"] == org
+    for payload in ({"args": ["serve"]}, {}):
+        refused = client.lambda_.invoke("admin", payload).payload
+        assert refused["exit_code"] == 2 and "error:" in refused["stderr"], refused
 
 
 def test_the_api_entrypoint_answers_an_api_gateway_request(client):

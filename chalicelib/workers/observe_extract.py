@@ -11,7 +11,9 @@ from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError
 from chalicelib.extraction.pipeline import OBSERVE_REPLAY
 from chalicelib.observability import logger
+from chalicelib.store import erasure_jobs
 from chalicelib.store import observations as store
+from chalicelib.store.pool import database_clock
 
 CLAIM_SECONDS = 600
 RETRY_SECONDS = 1800  # a session whose distillation failed waits this long, others go first
@@ -43,6 +45,7 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
     sessions = {(r["org"], r["namespace"], r["session_id"], r["user_id"]): r for r in claimed}
     for (org, namespace, session_id, user_id), r in sessions.items():
         with deps.pool.connection() as conn:
+            began = database_clock(conn)
             observations = store.session_observations(
                 conn, org, namespace, session_id, user_id, r["claim"]
             )
@@ -84,6 +87,13 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
                 r["claim"],
                 RETRY_SECONDS if failed else 0,
             )
+            # An erasure of this user that finished after the observations were read (before
+            # the handler's own check began) ran before the replay wrote: it runs again, so
+            # nothing it erased comes back.
+            if observations:
+                erasure_jobs.erase_again(
+                    conn, org=org, namespace=namespace, user_id=user_id, since=began
+                )
     return counts
 
 

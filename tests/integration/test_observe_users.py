@@ -8,8 +8,10 @@ import uuid
 
 import pytest
 
-from chalicelib.auth import mint_token
+from chalicelib.auth import local_caller, mint_token
 from chalicelib.providers.llm import LLMResult
+from chalicelib.registry import call
+from chalicelib.workers.erasure import run_erasure_jobs
 from chalicelib.workers.observe_extract import distil_sessions
 from tests.conftest import Api, live_setting
 
@@ -124,3 +126,59 @@ def test_each_users_observations_are_distilled_under_that_user_only(users, deps,
     assert all(BOB_OUTPUT in v and ALICE_OUTPUT not in v for v in memories["bob"])
     hits = users["bob"].ok("memory.search", namespace=NS, agent="coder", query="project build")
     assert hits["hits"] and all(ALICE_OUTPUT not in h["value"] for h in hits["hits"])
+
+
+def _rows(pool, sql, *args):
+    with pool.connection() as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def test_erasure_racing_observe_extract_does_not_bring_erased_data_back(
+    deps, org, pool, monkeypatch
+):
+    """GIVEN alice's crystallized observations, read by an observe_extract pass, and an
+    erasure of alice that runs and finishes just after the pass read them
+    WHEN the pass writes what it distilled, and the erasure worker then runs
+    THEN alice holds no live memory and no evidence: nothing the erasure erased comes back
+    (the extraction_queue worker guards the same race with _erase_again)."""
+    from chalicelib.store import observations
+    from chalicelib.workers import observe_extract
+
+    deps._llm = MarkerLLM()
+    caller = local_caller(org)
+    body = {"namespace": "obs-race", "agent": "coder", "session_id": "s-race", "user_id": "alice"}
+    call(
+        "observe.record",
+        {**body, "tool": "bash", "action": "ran the ledger job", "output": ALICE_OUTPUT},
+        caller,
+        deps,
+    )
+    call("observe.crystallize", body, caller, deps)
+
+    read = observations.session_observations
+    erased: list[dict] = []
+
+    def read_then_erase(conn, org_, namespace, session_id, user_id, claim):
+        rows = read(conn, org_, namespace, session_id, user_id, claim)
+        if org_ == org and not erased:
+            req = {"namespace": "obs-race", "kind": "user", "user_id": "alice"}
+            erased.append(call("erasure.request", req, caller, deps).body)
+        return rows
+
+    monkeypatch.setattr(observations, "session_observations", read_then_erase)
+    with live_setting(
+        pool, observe_extract_enabled="true", observe_extract_max_sessions_per_pass="1000"
+    ):
+        observe_extract.distil_sessions(deps)
+    assert erased and erased[0]["status"] == "done", erased
+    run_erasure_jobs(deps)
+    live = _rows(
+        pool,
+        "SELECT count(*) FROM loom.memories WHERE org = %s AND user_id = 'alice'"
+        " AND retired_at IS NULL AND kind = 'fact'",
+        org,
+    )
+    evidence = _rows(
+        pool, "SELECT count(*) FROM loom.memory_evidence WHERE org = %s AND user_id = 'alice'", org
+    )
+    assert (live, evidence) == ([(0,)], [(0,)])

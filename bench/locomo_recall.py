@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from bench import locomo
 from bench.bm25 import BM25
 from bench.harness import BenchDb, Figure, p95, say, timed
 from chalicelib.auth import Caller, local_caller
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
-from chalicelib.providers.embedder import build_embedder
+from chalicelib.providers.embedder import EMBED_CHARS, build_embedder
 from chalicelib.registry import call
 
 RRF_K = 60
@@ -46,7 +48,9 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     unfloored = db.deps_for(embedder, conversation_search_min_similarity=-1.0)
     floor = embedder.default_floor
     caller = local_caller("bench-locomo")
-    ranked: dict[str, list[list[str]]] = {m: [] for m in (*MODES, "nofloor", "bm25", "rrf")}
+    ranked: dict[str, list[list[str]]] = {
+        m: [] for m in (*MODES, "nofloor", "bm25", "rrf", "plain")
+    }
     latency: dict[str, list[float]] = {m: [] for m in MODES}
     questions: list[locomo.Question] = []
     append_s, embed_s, turns = 0.0, 0.0, 0
@@ -61,6 +65,8 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
         docs = [locomo.turn_text(t) for t in conv.turns]
         bm25 = BM25(docs)
         ids = [t.dia_id for t in conv.turns]
+        # Plain vectors of the same model: each turn's first 2,048 characters, ranked by cosine.
+        plain = _unit(np.asarray(embedder.embed_documents([d[:EMBED_CHARS] for d in docs])))
         say(f"locomo {conv.conv_id}: {len(conv.questions)} questions, every mode ...")
         for q in conv.questions:
             body = {"namespace": ns, "agent": "*", "query": q.question, "namespace_scope": "this"}
@@ -77,6 +83,8 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             vector = [h["msg_id"] for h in wide]
             lexical = [ids[i] for i in bm25.top_k(q.question, 50)]
             ranked["nofloor"].append(vector)
+            cosine = plain @ _unit(np.asarray(embedder.embed_query(q.question)))
+            ranked["plain"].append([ids[i] for i in np.argsort(-cosine, kind="stable")[:50]])
             ranked["bm25"].append(lexical)
             ranked["rrf"].append(_rrf(vector, lexical))
             questions.append(q)
@@ -86,6 +94,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
         "lexical": "search lexical",
         "hybrid": "search hybrid",
         "nofloor": "search semantic, no floor",
+        "plain": f"plain vectors ({embedder.name})",
         "rrf": "turn vector + turn BM25, RRF",
     }
     figs = []
@@ -109,6 +118,16 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             "",
             "goal",
             0.80,
+            ">= 1.0x",
+        )
+    )
+    figs.append(
+        Figure(
+            "locomo semantic recall@10 vs plain vectors",
+            _recall(ranked["semantic"], questions, 10),
+            "",
+            "plain vectors of the same model",
+            _recall(ranked["plain"], questions, 10),
             ">= 1.0x",
         )
     )
@@ -138,6 +157,10 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
 
 
 _SAMPLE = 20
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
 def _sample(conv: locomo.Conversation) -> list[str]:

@@ -19,7 +19,9 @@ _OPENAI_KEY = re.compile(
     r"(?<![\w-])sk-(?:(?:proj|svcacct|admin)-)?(?=[\w-]{20})(?=[\w-]*\d)[\w-]*?[A-Za-z0-9]{16}", _A
 )
 _GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})", _A)
-_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])xox[abprs]-(?=[A-Za-z0-9-]*\d)[A-Za-z0-9-]{10,}", _A)
+# Every xox?- kind (bot, user, app, refresh, session, xoxe/xoxc browser, xoxd cookie, which
+# is URL-encoded).
+_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])xox[a-z]-(?=[A-Za-z0-9%-]*\d)[A-Za-z0-9%-]{10,}", _A)
 _JWT = re.compile(r"(?<![\w-])eyJ[\w-]{7,}\.[\w-]{7,}\.[\w-]*", _A)
 _PRIVATE_KEY = re.compile(r"-{5}\s*BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?\s*-{5}", _A)
 _BEARER = re.compile(r"\b(?:bearer|authorization\s*:\s*(?:basic|token))\s+([\w.~+/=-]{16,})", _AI)
@@ -72,15 +74,27 @@ _ENV_REF = re.compile(r"\$[A-Z_][A-Z0-9_]*")
 _CODE_REF = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$.]*[(\[].*", _A)
 _IDENTIFIER_WITH_UNDERSCORE = re.compile(r"\w*_\w*", _A)
 _SECRET_FRAGMENT = re.compile(r"pass|pwd|secret|key|token|cred", _AI)
-_PATH_PRICE_OR_SMALL_NUMBER = re.compile(r"(?:~|\.{1,2})?/.*|[$€£¥]\d.*|\d{1,3}", _A)
+# Paths, prices, small numbers, scores and shares ("pass: 15/15", "pass: 87%").
+_PATH_PRICE_OR_SMALL_NUMBER = re.compile(
+    r"(?:~|\.{1,2})?/.*|[$€£¥]\d.*|\d{1,3}|\d+/\d+|\d+(?:\.\d+)?%", _A
+)
 _LINE_END = re.compile(r"[ \t]*(?:\r?\n|$)")
 
 _DIGIT_RUN = re.compile(r"(?<![\w.+-])\d+(?:[ -]\d+)*(?!\w|[.,]\d)", _A)
-_CARD_PREFIX = re.compile(r"2[2-7]|[3-6]")  # issuer ranges; keeps 1xxx and 20xx/21xx timestamps out
+# Issuer ranges an unbroken run must open with: keeps 1xxx and 20xx/21xx (millisecond
+# timestamps, ids) out. A run grouped as a card is written (4-4-4-4) is one whatever it opens
+# with (UATP 1, UnionPay and RuPay 8).
+_CARD_PREFIX = re.compile(r"2[2-7]|[3-9]")
 _SSN = re.compile(r"(?<![\w.+-])(?<!\d[ -])(\d{3})([ -])(\d{2})\2(\d{4})(?!\w|[.,-]\d)", _A)
+# Nine digits unseparated are an SSN where they are named one ("SSN: 123456789").
+_SSN_STATED = re.compile(
+    r"\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?)\b[^\w\n]{0,3}(?:\s*(?:is|was|:)\s*)?"
+    r"(?<![\w.+-])(\d{3})(\d{2})(\d{4})(?![\w.,-]\d|\w)",
+    _AI,
+)
 _PIN = re.compile(
     r"\b(pin)(?P<qual>[ -]?(?:code|number|no\.?))?(?:\s+(?:for|on|of)(?:\s+[A-Za-z']+){1,3}?)?"
-    r"(?:\s*(?P<sep>is\s+now|is|was|to|:|=))?\s*:?\s*(\d{4,8})(?!\d|[.,:/-]\d)",
+    r"(?:\s*(?P<sep>is\s+now|is|was|to|'s|:|=))?\s*:?\s*(\d{4,8})(?!\d|[.,:/-]\d)",
     _AI,
 )
 _PIN_OWNER = re.compile(
@@ -126,8 +140,9 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _is_card(digits: str) -> bool:
-    valid_shape = 13 <= len(digits) <= 19 and _CARD_PREFIX.match(digits) and len(set(digits)) > 1
+def _is_card(digits: str, grouped: bool = False) -> bool:
+    issued = grouped or _CARD_PREFIX.match(digits)
+    valid_shape = 13 <= len(digits) <= 19 and issued and len(set(digits)) > 1
     return bool(valid_shape) and _luhn_ok(digits)
 
 
@@ -147,7 +162,7 @@ def _has_card(text: str) -> bool:
                 if not 3 <= len(groups[j]) <= 6 or len(digits) > 19:
                     break
                 cut_list = j + 1 < len(groups) and len(groups[j]) == len(groups[j + 1]) == 4
-                if not cut_list and _is_card(digits):
+                if not cut_list and _is_card(digits, grouped=True):
                     return True
     return False
 
@@ -156,6 +171,9 @@ def _has_ssn(text: str) -> bool:
     return any(
         m.group(1) not in ("000", "666") and m.group(3) != "00" and m.group(4) != "0000"
         for m in _SSN.finditer(text)
+    ) or any(
+        m.group(1) not in ("000", "666") and m.group(2) != "00" and m.group(3) != "0000"
+        for m in _SSN_STATED.finditer(text)
     )
 
 

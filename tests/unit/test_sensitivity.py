@@ -35,6 +35,9 @@ SLACK_USER = "xoxp-" + "1111111111" + "-" + "2222222222" + "-" + "3333333333" + 
 SLACK_APP = "xoxa-" + "2-" + "9" * 12 + "-FakeFake"
 SLACK_REFRESH = "xoxr-" + "5" * 12 + "-ExampleOnly"
 SLACK_SESSION = "xoxs-" + "7" * 12 + "-NotReal1"
+SLACK_ROTATED = "xoxe-" + "1-" + "My4x" * 6 + "9"
+SLACK_BROWSER = "xoxc-" + "1234567890-" * 2 + "abcdef" * 3
+SLACK_COOKIE = "xoxd-" + "Xk2%2F" + "abcd1234" * 3
 JWT = (
     "eyJ"
     + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
@@ -172,6 +175,20 @@ POSITIVES: list[tuple[str, bool, str]] = [
     ("door pin = 7788", True, "pin"),
     ("my new pin is now 3141", True, "pin"),
     ("PIN 9051", True, "pin"),
+    ("my pin's 4821", True, "pin"),
+    # every Slack token kind, the rotated refresh, browser and cookie ones too
+    (f"here is the slack refresh token {SLACK_ROTATED}", True, "slack_token"),
+    (f"the browser session token is {SLACK_BROWSER}", True, "slack_token"),
+    (f"cookie d={SLACK_COOKIE}", True, "slack_token"),
+    # a card grouped as cards are written, whatever its issuer's first digit
+    ("my card number is 9792 0000 1234 5677, expiry 04/29", True, "card_number"),
+    ("UnionPay 8171 0000 1234 5670", True, "card_number"),
+    ("RuPay card 8200 0000 1234 5675", True, "card_number"),
+    ("UATP 1200 0000 1234 561", True, "card_number"),
+    # an SSN named one, its digits unseparated
+    ("My SSN is 123456789", True, "ssn"),
+    ("SSN: 123456789", True, "ssn"),
+    ("social security number 219099999", True, "ssn"),
 ]
 
 NEGATIVES: list[tuple[str, bool]] = [
@@ -328,6 +345,15 @@ NEGATIVES: list[tuple[str, bool]] = [
     ("123-00-4567 has a zero group", False),
     ("123-45-0000 has a zero serial", False),
     ("room 12-345-6789 in building B", False),
+    # scores and shares after "pass", as test runs print them
+    ("Unit tests, pass: 15/15", False),
+    ("PASS: 12/12 tests", False),
+    ("Q3 pass: 87%", False),
+    ("Run 1: pass: 15/15", False),
+    # nine digits not named an SSN, or named one but never issued; a 1xxx run unbroken
+    ("order 123456789 shipped", False),
+    ("ssn 000123456 is a test value", False),
+    ("event at 1717171717171 ms", False),
 ]
 
 CORPUS: list[tuple[str, bool] | tuple[str, bool, str]] = [*POSITIVES, *NEGATIVES]
@@ -370,6 +396,16 @@ def test_plain_text_has_no_shapes():
     """GIVEN prose with no secret WHEN judged THEN no kind is reported and it is not high."""
     text = "Let's meet at 10:30 on 2024-01-15; call +1 (415) 555-0132 if you're late."
     assert high_shapes(text) == [] and reads_as_high(text) is False
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Unit tests, pass: 15/15", "PASS: 12/12 tests", "Q3 pass: 87%", "Pass: 100%", "pass: 99.5%"],
+)
+def test_a_score_after_pass_is_no_password(text: str):
+    """A test run's "pass: 15/15" or "pass: 87%" is a score: transcripts of coding agents are
+    full of them, and a turn that reads as high is never searched."""
+    assert high_shapes(text) == []
 
 
 def test_luhn_valid_card_is_flagged_and_one_changed_digit_is_not():

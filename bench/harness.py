@@ -17,7 +17,7 @@ from chalicelib.config import Settings
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.providers.embedder import Embedder, FakeEmbedder
-from chalicelib.store.embedded import start_embedded
+from chalicelib.store.embedded import start_embedded, stop_embedded
 from chalicelib.store.migrate import migrate
 from chalicelib.store.pool import open_pool
 
@@ -103,4 +103,5 @@ def bench_database() -> Iterator[BenchDb]:
         yield BenchDb(url, deps_for)
         pool.close()
     finally:
+        stop_embedded(f"{root}/pg")  # before its directory goes: the server is found through it
         shutil.rmtree(root, ignore_errors=True)

@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     auth: Literal["off", "tokens"] = "off"
     org: str = "local"
     port: int = Field(default=7777, ge=1, le=65535)
-    data_dir: str = ".loom"
+    data_dir: str = Field(default=".loom", min_length=1)  # "" would be the working directory
     database_url: str | None = None
     migrate_on_start: bool = True
     database_prepare: bool = True  # false behind RDS Proxy or a transaction pooler

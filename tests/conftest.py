@@ -16,7 +16,7 @@ from chalicelib.config import Settings
 from chalicelib.deps import Deps, set_deps
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.providers.llm import FakeLLM
-from chalicelib.store.embedded import start_embedded
+from chalicelib.store.embedded import start_embedded, stop_embedded
 from chalicelib.store.migrate import migrate
 from chalicelib.store.pool import open_pool
 
@@ -27,6 +27,7 @@ def database_url() -> Iterator[str]:
     url = start_embedded(f"{root}/pg", cleanup_mode="delete")
     migrate(url)
     yield url
+    stop_embedded(f"{root}/pg")  # before its directory goes: the server is found through it
     shutil.rmtree(root, ignore_errors=True)
 
 

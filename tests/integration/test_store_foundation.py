@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
@@ -13,7 +17,9 @@ from pydantic import ValidationError
 
 from chalicelib import cli
 from chalicelib.auth import hash_token
+from chalicelib.config import Settings
 from chalicelib.store import conversation_search
+from chalicelib.store.embedded import start_embedded, stop_embedded
 from chalicelib.store.migrate import is_migrated, migrate, migration_files
 from tests.conftest import make_settings
 
@@ -194,3 +200,38 @@ def test_settings_past_what_the_database_holds_are_refused_at_boot(name, value):
     with pytest.raises(ValidationError, match=name):
         make_settings(**{name: value})
     assert getattr(make_settings(**{name: value - 1}), name) == value - 1
+
+
+def test_an_empty_data_dir_is_refused(monkeypatch):
+    """GIVEN LOOM_DATA_DIR set but empty WHEN settings are read THEN it is refused (it would
+    name the working directory, which initdb would take over)."""
+    monkeypatch.setenv("LOOM_DATA_DIR", "")
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_a_directory_holding_other_files_is_never_made_a_database(tmp_path):
+    """GIVEN a data directory that holds files but no PostgreSQL data
+    WHEN the embedded server is started there
+    THEN it is refused with a message naming the directory, and the directory is unchanged."""
+    (tmp_path / "notes.txt").write_text("mine")
+    before = (tmp_path.stat().st_uid, tmp_path.stat().st_mode, sorted(tmp_path.iterdir()))
+    with pytest.raises(OSError, match="holds files but no PostgreSQL data"):
+        start_embedded(str(tmp_path))
+    assert (tmp_path.stat().st_uid, tmp_path.stat().st_mode, sorted(tmp_path.iterdir())) == before
+
+
+def test_stop_embedded_stops_the_server_it_started():
+    """GIVEN an embedded server started in a directory of its own
+    WHEN stop_embedded is called for that directory
+    THEN its postmaster is gone (a test session that removed the directory first left it
+    running)."""
+    root = tempfile.mkdtemp(prefix="loomt-", dir="/tmp")
+    try:
+        start_embedded(f"{root}/pg", cleanup_mode="delete")
+        pid = int((Path(root) / "pg" / "postmaster.pid").read_text().split()[0])
+        assert psutil.pid_exists(pid)
+        stop_embedded(f"{root}/pg")
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -144,6 +144,19 @@ def append(base: str, org: str, thread: str, role: str, content: str, **more: An
     )
 
 
+def create(base: str, org: str, thread: str, title: str) -> dict:
+    """A thread created with a title (conversation.create) by agent bot in "support"."""
+    return call(
+        base,
+        "conversation.create",
+        org=org,
+        namespace="support",
+        agent="bot",
+        thread_id=thread,
+        title=title,
+    )
+
+
 def save(base: str, org: str, thread: str, msg_id: str, role: str, content: str) -> dict:
     """Agent bot's turn saved for the dashboard's own user ("local")."""
     return call(
@@ -687,15 +700,7 @@ def test_text_that_reads_as_high_never_reaches_a_title_or_excerpt(page, server, 
     record(server, org)
     append(server, org, "leaky", "user", "How do I open the vault?")
     append(server, org, "leaky", "user", HIGH)
-    call(
-        server,
-        "conversation.create",
-        org=org,
-        namespace="support",
-        agent="bot",
-        thread_id="titled",
-        title="password=hunter22",
-    )
+    create(server, org, "titled", "password=hunter22")
     append(server, org, "titled", "user", "A plain turn.")
     brief = {"org": org, "namespace": "support", "agent": "coder", "project": "vault"}
     call(server, "session.brief_save", **brief, branch="main", sections={"goal": HIGH})
@@ -819,15 +824,7 @@ def test_phone_width_has_no_sideways_scroll(browser, server, org):
     record(server, org)
     long = "x" * 60
     thread = "T" + long
-    call(
-        server,
-        "conversation.create",
-        org=org,
-        namespace="support",
-        agent="bot",
-        thread_id=thread,
-        title="See https://example.com/" + long,
-    )
+    create(server, org, thread, "See https://example.com/" + long)
     append(server, org, thread, "user", "A long line " + "withaverylongunbrokenword" * 8)
     append(server, org, thread, "assistant", "Short answer.", reasoning="Because.", msg_id="a1")
     append(server, org, thread, "user", "Hi.", agent="A" + long, user_id="U" + long)
@@ -1056,15 +1053,7 @@ def test_a_titled_thread_opened_from_a_search_hit_shows_its_title(page, server, 
     it from a search hit THEN the thread view leads with its title (conversation.get answers
     it, blanked when it reads as high), not 'Thread <id>'."""
     record(server, org)
-    call(
-        server,
-        "conversation.create",
-        org=org,
-        namespace="support",
-        agent="bot",
-        thread_id="old",
-        title="Ledger migration plan",
-    )
+    create(server, org, "old", "Ledger migration plan")
     append(server, org, "old", "user", "quartz ledger migration cutover")
     for i in range(20):
         append(server, org, f"n{i:02d}", "user", f"newer thread {i}")

@@ -88,7 +88,7 @@ def plan_window(
     """Choose the summaries to fold and the turns to summarise, oldest first, within budget,
     and count the new turns before the last keep_recent (up to min_to_compact)."""
     candidates = live[: max(0, len(live) - keep_recent)]
-    in_window = {t["msg_id"] for t in candidates}
+    in_window = {t["msg_id"]: t["ts"] for t in candidates}
     w = Window()
     allowance, budget = summary_chars, prompt_chars
     leading, full = True, False
@@ -103,8 +103,14 @@ def plan_window(
             continue
         if is_summary(turn):
             sources = set(turn["metadata"].get("compacted_from") or [])
-            if sources and sources <= in_window:
-                w.replaced_unread.append(turn)  # a failed run's: its turns are all still here
+            # A failed run's: its turns all still here, and it placed at the first one's time
+            # (a summary further in, another agent's, is read like any turn).
+            if (
+                sources
+                and sources <= in_window.keys()
+                and turn["ts"] == min(in_window[m] for m in sources)
+            ):
+                w.replaced_unread.append(turn)
                 continue
             if leading:
                 if len(turn["content"]) <= allowance:
@@ -212,6 +218,8 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         if w.preceding - (w.new_turns - len(sources)) < inp.min_to_compact:
             return refuse("below-min-to-compact", result.tokens_in, result.tokens_out)
         wanted = {(t["agent"], t["msg_id"]) for t in kept + w.folded + w.replaced_unread}
+        if agent is None:  # every agent's: each summarised turn goes with all its copies
+            wanted |= store.unsaved_copies(conn, *scope, sources)
         retired = store.retire_turns(conn, *scope, sorted(wanted))
         if retired.keys != wanted:  # only the call that retires the turns writes a summary
             conn.rollback()

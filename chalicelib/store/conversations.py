@@ -744,6 +744,18 @@ class Retired:
     keys: set[tuple[str, str]]  # the (agent, msg_id) turns this call retired
 
 
+def unsaved_copies(
+    conn: Connection, org: str, namespace: str, thread_id: str, msg_ids: list[str]
+) -> set[tuple[str, str]]:
+    """Every agent's live, unsaved copy of these turns, as (agent, msg_id)."""
+    rows = conn.execute(
+        "SELECT agent, msg_id FROM loom.conversations WHERE org = %s AND namespace = %s"
+        " AND thread_id = %s AND msg_id = ANY(%s) AND tombstoned_at IS NULL AND NOT is_saved",
+        (org, namespace, thread_id, msg_ids),
+    ).fetchall()
+    return {(a, m) for a, m in rows}
+
+
 def retire_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, keys: list[tuple[str, str]]
 ) -> Retired:

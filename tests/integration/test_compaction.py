@@ -35,14 +35,17 @@ def t(api, deps, org):
     return open_tenant(api, deps, org)
 
 
+def _said(i: int) -> str:
+    """Turn i's text: a topic turn, then (past the topics) a plain one."""
+    return content(i) if i < 24 else f"turn {i} about the barge timetable"
+
+
 def build(t, n: int, *, start: int = 0, thread: str = "th", agent: str = "a1") -> list[str]:
     """Turns m{start}..m{start+n-1}, alternating user and assistant."""
     ids = []
     for i in range(start, start + n):
         role = ("user", "assistant")[i % 2]
-        ids.append(
-            t.append(thread, content(i), msg_id=f"m{i:02d}", role=role, agent=agent)["msg_id"]
-        )
+        ids.append(t.append(thread, _said(i), msg_id=f"m{i:02d}", role=role, agent=agent)["msg_id"])
     return ids
 
 
@@ -164,6 +167,50 @@ def test_a_clients_metadata_naming_compacted_from_makes_no_summary(
     assert all(content(i) in prompt for i in range(10))
     summary = listed(t)[0]
     assert summary["metadata"]["compacted_from"] == ids[:10]
+
+
+def test_an_any_agent_compaction_retires_every_agents_copy_of_the_turns_it_summarises(t, deps):
+    """GIVEN agents a1 and a2 that each logged m00..m19
+    WHEN the thread is compacted for any agent ("*", keep_recent 10)
+    THEN the summary replaces m00..m09 in every read: no agent's copy of them is listed or
+    found by search, and a second compaction finds nothing new to summarise.
+    """
+    build(t, 20, agent="a1")
+    build(t, 20, agent="a2")
+    scripted(deps, SUMMARY, SUMMARY)
+    out = compacted(t, agent="*")
+    assert (out["compacted"], out["messages_summarized"]) == (True, 10), out
+    rows = [r["msg_id"] for r in listed(t, agent="*")]
+    assert rows[0] == out["summary_msg_id"]
+    assert not {f"m{i:02d}" for i in range(10)} & set(rows), rows
+    assert "m00" not in t.hit_ids(content(0), agent="*")
+    again = compacted(t, agent="*")
+    assert again["compacted"] is False, again
+
+
+def test_another_agents_summary_further_into_the_window_is_read_not_replaced_unread(
+    t, deps, pool, org
+):
+    """GIVEN a1 and a2 that logged m00..m13, a2's compaction of its own copies (a summary placed
+    at a2's first copy, after a1's m13), then a1's m14..m30
+    WHEN the thread is compacted for any agent
+    THEN a2's summary, which no failed run left (it is not at its first turn's time), takes
+    prompt budget like any turn: its text reaches the summarizer before it is replaced.
+    """
+    build(t, 14, agent="a1")
+    build(t, 14, agent="a2")
+    build(t, 17, start=14, agent="a1")
+    llm = scripted(deps, "A2 SUMMARY: the orchard and kiln plans.", SUMMARY)
+    s2 = compacted(t, agent="a2")
+    assert s2["compacted"], s2
+    assert s2["summary_msg_id"] in [r["msg_id"] for r in listed(t, agent="*")]
+
+    out = compacted(t, agent="*")
+
+    assert out["compacted"], out
+    (s2_row,) = [r for r in transcript(pool, org) if r["msg_id"] == s2["summary_msg_id"]]
+    assert s2_row["tombstoned_at"] is not None
+    assert "A2 SUMMARY" in llm.prompts[1][1]
 
 
 def test_two_agents_summaries_of_their_own_copies_are_each_indexed(t, deps, pool, org):

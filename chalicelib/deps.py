@@ -88,6 +88,7 @@ class Deps:
                     max_size=self.settings.pool_max_size,
                     prepare=self.settings.database_prepare,
                     timeout=self.settings.pool_timeout_seconds,
+                    lock_timeout=self.settings.database_lock_timeout_seconds,
                 )
             return self._pool
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import select
 import time
 import weakref
@@ -14,9 +15,13 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: psycopg.Connection, lock_timeout_ms: int) -> None:
     conn.autocommit = True
     register_vector(conn)
+    # A statement waiting this long on a lock (a thread's lease held by a stalled transaction)
+    # gives up: the request answers 503 and its connection goes back to the pool, instead of
+    # waiting without end while the pool runs dry for every tenant.
+    conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
     # A filtered HNSW scan keeps scanning until LIMIT rows pass the filter (pgvector 0.8).
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
     conn.execute("SET hnsw.ef_search = 100")  # recall first; raised for a top_k over 100
@@ -49,6 +54,7 @@ def _check(conn: psycopg.Connection) -> None:
 
 
 _TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout passed: worth a retry
 
 
 @contextmanager
@@ -104,25 +110,36 @@ def database_unavailable(exc: BaseException) -> bool:
     if not isinstance(exc, psycopg.OperationalError):
         return False
     # No SQLSTATE: the client lost the connection or the pool timed out. Otherwise only the
-    # transient classes: connection (08), rollback (40), resources (53), operator (57).
-    return exc.sqlstate is None or exc.sqlstate[:2] in _TRANSIENT_SQLSTATE_CLASSES
+    # transient classes: connection (08), rollback (40), resources (53), operator (57), and a
+    # lock not granted in time.
+    return (
+        exc.sqlstate is None
+        or exc.sqlstate[:2] in _TRANSIENT_SQLSTATE_CLASSES
+        or exc.sqlstate == LOCK_NOT_AVAILABLE
+    )
 
 
 def open_pool(
-    database_url: str, *, max_size: int = 8, prepare: bool = True, timeout: float = 10.0
+    database_url: str,
+    *,
+    max_size: int = 8,
+    prepare: bool = True,
+    timeout: float = 10.0,
+    lock_timeout: float = 5.0,
 ) -> ConnectionPool:
     """Open a pool; `with pool.connection() as conn:` is one transaction, committed on exit.
 
     `prepare=False` turns server-side prepared statements off, as RDS Proxy and transaction
     poolers need (LOOM_DATABASE_PREPARE=false). A connection is checked as it is handed out, so
     one left broken by a database restart is replaced instead of failing a request (`_check`); a
-    request waits at most `timeout` seconds for a connection.
+    request waits at most `timeout` seconds for a connection, and a statement at most
+    `lock_timeout` seconds for a lock.
     """
     return ConnectionPool(
         database_url,
         min_size=1,
         max_size=max_size,
-        configure=_configure,
+        configure=functools.partial(_configure, lock_timeout_ms=int(lock_timeout * 1000)),
         check=_check,
         reset=_returned,
         kwargs={"prepare_threshold": 5 if prepare else None, "connect_timeout": 5},

@@ -3,13 +3,18 @@ ago, and replaces one whose server dropped it while it sat in the pool."""
 
 from __future__ import annotations
 
+import threading
 import time
 
+import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
+from chalicelib.auth import mint_token
 from chalicelib.store import pool as pool_module
+from chalicelib.store.conversations import take_thread_lease
 from chalicelib.store.pool import open_pool
+from tests.conftest import Api
 
 
 @pytest.fixture
@@ -77,3 +82,72 @@ def test_a_connection_the_server_dropped_is_replaced_before_it_is_handed_out(
     after = _backend_pid(one_connection)
     assert after != before
     assert checks, "the dropped connection was handed out unchecked"
+
+
+def _hold_lease(database_url: str, org: str, namespace: str, thread: str) -> psycopg.Connection:
+    """A transaction that took a thread's lease and stalled (a stuck worker, a psql left open)."""
+    stuck = psycopg.connect(database_url)
+    take_thread_lease(stuck, org, namespace, thread)  # the transaction stays open
+    return stuck
+
+
+@pytest.mark.parametrize("op", ["conversation.append", "conversation.save_message"])
+def test_a_write_behind_a_stalled_thread_lease_answers_503_in_bounded_time(
+    api, deps, org, database_url, op
+):
+    """GIVEN a transaction holding a thread's lease, stalled
+    WHEN a turn is appended to, or a message saved in, that thread
+    THEN the call answers 503 in the contract's shape within the lock timeout (5 s), not
+    after the lease is let go."""
+    api.token = mint_token(deps, org=org, role="org_admin")
+    api.ok("conversation.set_logging", namespace="ns", enabled=True)
+    body = {
+        "conversation.append": {"thread_id": "t", "msg_id": "m1"},
+        "conversation.save_message": {"conversation_id": "t", "message_id": "m1", "user_id": "u"},
+    }[op]
+    stuck = _hold_lease(database_url, org, "ns", "t")
+    answer: list[tuple[int, dict]] = []
+    call = threading.Thread(
+        target=lambda: answer.append(
+            api.post(op, namespace="ns", agent="a", role="user", content="hi", **body)
+        ),
+        daemon=True,
+    )
+    call.start()
+    call.join(timeout=10)  # the lock timeout is 5 s
+    stuck.close()  # let a call still waiting go, so the test leaves nothing behind
+    call.join(timeout=30)
+    assert answer, "no answer within 10 s"
+    status, out = answer[0]
+    assert status == 503 and out["error"]["code"] == "unavailable", (status, out)
+
+
+def test_a_stalled_thread_lease_leaves_the_pool_to_other_tenants(api, deps, org, database_url):
+    """GIVEN a stalled transaction holding one thread's lease, and as many appends to that
+    thread as the pool has connections
+    WHEN another tenant calls an op
+    THEN it is served: the waiting appends give their connections back at the lock timeout."""
+    api.token = mint_token(deps, org=org, role="org_admin")
+    api.ok("conversation.set_logging", namespace="ns", enabled=True)
+    other = Api(api.client, mint_token(deps, org=org + "-other", role="org_admin"))
+    stuck = _hold_lease(database_url, org, "ns", "t")
+    body = {"namespace": "ns", "agent": "a", "thread_id": "t", "role": "user"}
+    waiting = [
+        threading.Thread(
+            target=api.post,
+            args=("conversation.append",),
+            kwargs={**body, "msg_id": f"m{i}", "content": f"turn {i}"},
+            daemon=True,
+        )
+        for i in range(deps.pool.max_size)
+    ]
+    try:
+        for w in waiting:
+            w.start()
+        time.sleep(1.0)
+        status, out = other.post("conversation.threads", namespace="ns")
+    finally:
+        stuck.close()
+        for w in waiting:
+            w.join(timeout=30)
+    assert status == 200, (status, out)

@@ -21,6 +21,7 @@ from chalicelib.store.conversations import (
     adopt_saved_turns,
     existing_copies,
     insert_turns,
+    turns_without_vectors,
     write_embeddings,
 )
 from chalicelib.store.pool import read_connection
@@ -146,3 +147,44 @@ def _embed(
             ensure_vector_index(conn, len(vectors[0]))
     written = write_embeddings(deps.pool, embedder.name, items, inserted.unembedded)
     return {t.msg_id for t in turns} - written
+
+
+# The repair of turns whose vector write never ran: how far back, how fresh a turn it leaves
+# to its append, how many it reads at a time.
+REPAIR_HOURS = 6
+REPAIR_SETTLE_SECONDS = 60
+REPAIR_BATCH = 100
+REPAIR_PAGES = 10
+
+
+def index_unembedded_turns(deps: Deps) -> int:
+    """Embed, as their appends would have, the turns recorded whose vector write never ran
+    (the database went away between an append's two transactions: the turn is durable, and a
+    retry answers duplicate). Turns that read as high have no vector by design and are passed
+    over. Returns the turns indexed."""
+    indexed = 0
+    after: tuple[datetime, str] | None = None
+    for _ in range(REPAIR_PAGES):
+        with read_connection(deps.pool) as conn:
+            rows = turns_without_vectors(
+                conn,
+                deps.embedder.name,
+                after=after,
+                hours=REPAIR_HOURS,
+                settle_seconds=REPAIR_SETTLE_SECONDS,
+                limit=REPAIR_BATCH,
+            )
+        for r in rows:
+            turn = NewTurn(
+                r["org"], r["namespace"], r["thread_id"], r["agent"], r["msg_id"], r["role"],
+                r["content"],
+            )  # fmt: skip
+            if embeddable(turn):
+                stamp = {turn.msg_id: r["ts"]}
+                # No turn before it is named: its own vector stands for its context.
+                removed = _embed(deps, [turn], stamp, InsertedTurns(dict(stamp), None))
+                indexed += not removed
+        if len(rows) < REPAIR_BATCH:
+            break
+        after = (rows[-1]["ts"], rows[-1]["msg_id"])
+    return indexed

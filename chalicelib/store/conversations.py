@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -304,6 +304,42 @@ def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:
         " ORDER BY ts DESC, msg_id DESC LIMIT 1",
         (scope.org, scope.namespace, scope.thread_id, model),
     )
+
+
+def turns_without_vectors(
+    conn: Connection,
+    model: str,
+    *,
+    after: tuple[datetime, str] | None,
+    hours: int,
+    settle_seconds: int,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Live user and assistant turns of the last `hours` (older than `settle_seconds`: an
+    append may still be writing) with no embedding row for `model`, oldest first, from after
+    `after` (ts, msg_id): an append whose vector write never ran, or a turn that reads as high
+    (never embedded)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            "SELECT c.org, c.namespace, c.thread_id, c.agent, c.msg_id, c.role, c.content, c.ts"
+            " FROM loom.conversations c"
+            " WHERE c.ts >= now() - make_interval(hours => %(hours)s)"
+            " AND c.ts < now() - make_interval(secs => %(settle)s)"
+            " AND (c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s)"
+            " AND c.tombstoned_at IS NULL AND c.role IN ('user', 'assistant')"
+            " AND NOT EXISTS (SELECT 1 FROM loom.conversation_embeddings e WHERE e.org = c.org"
+            "  AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
+            "  AND e.msg_id = c.msg_id AND e.model = %(model)s)"
+            " ORDER BY c.ts, c.msg_id LIMIT %(limit)s",
+            {
+                "hours": hours,
+                "settle": settle_seconds,
+                "after_ts": after[0] if after else datetime.min.replace(tzinfo=UTC),
+                "after_id": after[1] if after else "",
+                "model": model,
+                "limit": limit,
+            },
+        ).fetchall()
 
 
 def live_copies(conn: Connection, scope: NewTurn, msg_ids: list[str]) -> set[str]:

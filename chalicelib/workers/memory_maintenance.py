@@ -18,6 +18,7 @@ from psycopg import Connection
 
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
+from chalicelib.ops.turn_writer import index_unembedded_turns
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import memories as store
@@ -89,13 +90,14 @@ def extract_entities(deps: Deps) -> dict[str, int]:
 
 
 def embed_missing(deps: Deps) -> dict[str, int]:
-    """Embed rows left without a vector (a failed embed). Text that reads as high is withheld
+    """Embed memory rows left without a vector (a failed embed), then transcript turns whose
+    vector write never ran. Text that reads as high is withheld
     at write time; a row that reads as high only under a newer guard is set aside, as is one
     the embedder refuses on its own (for REFUSED_RETRY_SECONDS), so the rows behind them are
     embedded."""
     embedded = 0
     if not deps.live().embedding_worker_enabled:
-        return {"embedded": embedded}
+        return {"embedded": embedded, "turns": 0}
     now = time.monotonic()
     for key in [k for k, until in _refused.items() if until <= now]:
         del _refused[key]
@@ -136,7 +138,9 @@ def embed_missing(deps: Deps) -> dict[str, int]:
         embedded += len(ready)
         if len(fetched) < limit:
             break
-    return {"embedded": embedded}
+    # Turns whose append never wrote their vector (the database went away between its two
+    # transactions): indexed as the append would have.
+    return {"embedded": embedded, "turns": index_unembedded_turns(deps)}
 
 
 def _embed(deps: Deps, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from chalicelib.auth import Caller
+from chalicelib.ops import turn_writer
 from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
+from chalicelib.workers.memory_maintenance import embed_missing
 from tests.integration.test_conversation_support import NS, Tenant, embedding_rows, turn_rows
 
 
@@ -172,3 +174,39 @@ def test_a_turn_tombstoned_while_embedding_gets_no_late_vector(t, deps, pool, or
     _assert_no_live_embedding(pool, org, out["msg_id"])
     deps._embedder = embedder
     assert out["msg_id"] not in t.hit_ids("spare key under the third flower pot")
+
+
+HIGH_TURN = "the vault password=hunter22 works"
+
+
+@pytest.mark.parametrize("batch", [100, 2])
+def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(
+    t, deps, pool, org, monkeypatch, batch
+):
+    """GIVEN turns recorded over a minute ago: three that read as high, and m1 whose append
+    stored the turn but never wrote its vector (the database went away between the append's
+    two transactions), so a retry answers duplicate
+    WHEN the embedding worker runs (reading a page of `batch` turns at a time: a page of high
+    turns alone does not stop it)
+    THEN m1 is indexed as its append would have been, and found by search; the high turns
+    still have no embedding row."""
+    monkeypatch.setattr(turn_writer, "REPAIR_BATCH", batch)
+    for i in range(3):
+        t.append("th", f"{HIGH_TURN} {i}", msg_id=f"h{i}")
+    t.append("th", "the zanzibar ledger migration is done", msg_id="m1")
+    with pool.connection() as conn:  # what a lost vector write leaves, a minute on
+        conn.execute(
+            "DELETE FROM loom.conversation_embeddings WHERE org = %s AND msg_id = 'm1'", (org,)
+        )
+        conn.execute(
+            "UPDATE loom.conversations SET ts = ts - interval '2 minutes' WHERE org = %s", (org,)
+        )
+    assert t.append("th", "the zanzibar ledger migration is done", msg_id="m1")["reason"] == (
+        "duplicate"
+    )
+
+    assert embed_missing(deps)["turns"] >= 1
+
+    rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th")}
+    assert set(rows) == {"m1"} and not rows["m1"]["vector_missing"]
+    assert "m1" in t.hit_ids("zanzibar ledger migration")

@@ -85,8 +85,8 @@ class Settings(BaseSettings):
     pool_max_size: int = Field(default=8, ge=1, le=100)
     # How long a request waits for a database connection before it answers 503.
     pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
-    # How long a statement waits for a lock (a thread's lease another request holds) before the
-    # request answers 503.
+    # How long a request waits for a lease (a thread's, a brief's) another transaction holds
+    # before it answers 503.
     database_lock_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     settings_refresh_seconds: float = Field(default=5.0, ge=0)
 

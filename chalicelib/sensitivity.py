@@ -19,9 +19,11 @@ _OPENAI_KEY = re.compile(
     r"(?<![\w-])sk-(?:(?:proj|svcacct|admin)-)?(?=[\w-]{20})(?=[\w-]*\d)[\w-]*?[A-Za-z0-9]{16}", _A
 )
 _GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})", _A)
-# Every xox?- kind (bot, user, app, refresh, session, xoxe/xoxc browser, xoxd cookie, which
-# is URL-encoded).
-_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9])xox[a-z]-(?=[A-Za-z0-9%-]*\d)[A-Za-z0-9%-]{10,}", _A)
+# Slack's kinds: bot, user, app, refresh, session, rotated (e), browser (c) and cookie (d, which
+# is URL-encoded); "xoxo-" is a sign-off.
+_SLACK_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])xox[abcdeprs]-(?=[A-Za-z0-9%-]*\d)[A-Za-z0-9%-]{10,}", _A
+)
 _JWT = re.compile(r"(?<![\w-])eyJ[\w-]{7,}\.[\w-]{7,}\.[\w-]*", _A)
 _PRIVATE_KEY = re.compile(r"-{5}\s*BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?\s*-{5}", _A)
 _BEARER = re.compile(r"\b(?:bearer|authorization\s*:\s*(?:basic|token))\s+([\w.~+/=-]{16,})", _AI)

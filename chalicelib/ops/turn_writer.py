@@ -6,12 +6,13 @@ conversation.append records one turn; `loom ingest-transcript` records a file's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.store import worker_positions
 from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
     UNRECORDED,
@@ -24,7 +25,7 @@ from chalicelib.store.conversations import (
     turns_without_vectors,
     write_embeddings,
 )
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import database_clock, read_connection
 
 AppendReason = Literal["", "duplicate", "logging_disabled", "deleted"]
 
@@ -149,30 +150,32 @@ def _embed(
     return {t.msg_id for t in turns} - written
 
 
-# The repair of turns whose vector write never ran: how far back, how fresh a turn it leaves
-# to its append, how many it reads at a time.
+# The repair of turns whose vector write never ran: how far back it starts, how fresh a turn it
+# leaves to its append, how many it reads at a time.
 REPAIR_HOURS = 6
 REPAIR_SETTLE_SECONDS = 60
 REPAIR_BATCH = 100
 REPAIR_PAGES = 10
+REPAIR_WORKER = "turn_vectors"
 
 
 def index_unembedded_turns(deps: Deps) -> int:
     """Embed, as their appends would have, the turns recorded whose vector write never ran
     (the database went away between an append's two transactions: the turn is durable, and a
-    retry answers duplicate). Turns that read as high have no vector by design and are passed
-    over. Returns the turns indexed."""
+    retry answers duplicate). Each turn is read once, a minute after it was recorded, from
+    where the last pass stopped (at most REPAIR_HOURS back); turns that read as high have no
+    vector by design and are passed over. Returns the turns indexed."""
     indexed = 0
-    after: tuple[datetime, str] | None = None
+    with read_connection(deps.pool) as conn:
+        now = database_clock(conn)
+        at = worker_positions.position(conn, REPAIR_WORKER)
+    oldest = (now - timedelta(hours=REPAIR_HOURS), "")
+    after = max(at, oldest) if at else oldest
+    until = now - timedelta(seconds=REPAIR_SETTLE_SECONDS)
     for _ in range(REPAIR_PAGES):
         with read_connection(deps.pool) as conn:
             rows = turns_without_vectors(
-                conn,
-                deps.embedder.name,
-                after=after,
-                hours=REPAIR_HOURS,
-                settle_seconds=REPAIR_SETTLE_SECONDS,
-                limit=REPAIR_BATCH,
+                conn, deps.embedder.name, after=after, until=until, limit=REPAIR_BATCH
             )
         for r in rows:
             turn = NewTurn(
@@ -184,7 +187,10 @@ def index_unembedded_turns(deps: Deps) -> int:
                 # No turn before it is named: its own vector stands for its context.
                 removed = _embed(deps, [turn], stamp, InsertedTurns(dict(stamp), None))
                 indexed += not removed
+        # Read to `until` (a short page): the next pass starts there.
+        after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == REPAIR_BATCH else (until, "")
+        with read_connection(deps.pool) as conn:
+            worker_positions.advance(conn, REPAIR_WORKER, after)
         if len(rows) < REPAIR_BATCH:
             break
-        after = (rows[-1]["ts"], rows[-1]["msg_id"])
     return indexed

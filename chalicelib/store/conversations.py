@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import database_clock, read_connection, sent_whole
+from chalicelib.store.pool import database_clock, lease_lock, read_connection, sent_whole
 from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
 
 TurnState = Literal["live", "saved_only", "tombstoned"]
@@ -26,10 +26,7 @@ TURN_COLUMNS = (
 
 def take_thread_lease(conn: Connection, org: str, namespace: str, thread_id: str) -> None:
     """Serialise writers of one thread until this transaction ends (appends, saves, deletes)."""
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-        (f"{org}\x1f{namespace}\x1f{thread_id}",),
-    )
+    conn.execute(lease_lock("%s", 0), (f"{org}\x1f{namespace}\x1f{thread_id}",))
 
 
 def take_thread_leases(conn: Connection, org: str, threads: list[tuple[str, str]]) -> None:
@@ -310,32 +307,27 @@ def turns_without_vectors(
     conn: Connection,
     model: str,
     *,
-    after: tuple[datetime, str] | None,
-    hours: int,
-    settle_seconds: int,
+    after: tuple[datetime, str],
+    until: datetime,
     limit: int,
 ) -> list[dict[str, Any]]:
-    """Live user and assistant turns of the last `hours` (older than `settle_seconds`: an
-    append may still be writing) with no embedding row for `model`, oldest first, from after
-    `after` (ts, msg_id): an append whose vector write never ran, or a turn that reads as high
-    (never embedded)."""
+    """Live user and assistant turns recorded after `after` (ts, msg_id) and up to `until`
+    with no embedding row for `model`, oldest first: an append whose vector write never ran,
+    or a turn that reads as high (never embedded)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT c.org, c.namespace, c.thread_id, c.agent, c.msg_id, c.role, c.content, c.ts"
             " FROM loom.conversations c"
-            " WHERE c.ts >= now() - make_interval(hours => %(hours)s)"
-            " AND c.ts < now() - make_interval(secs => %(settle)s)"
-            " AND (c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s)"
+            " WHERE (c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s) AND c.ts <= %(until)s"
             " AND c.tombstoned_at IS NULL AND c.role IN ('user', 'assistant')"
             " AND NOT EXISTS (SELECT 1 FROM loom.conversation_embeddings e WHERE e.org = c.org"
             "  AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
             "  AND e.msg_id = c.msg_id AND e.model = %(model)s)"
             " ORDER BY c.ts, c.msg_id LIMIT %(limit)s",
             {
-                "hours": hours,
-                "settle": settle_seconds,
-                "after_ts": after[0] if after else datetime.min.replace(tzinfo=UTC),
-                "after_id": after[1] if after else "",
+                "after_ts": after[0],
+                "after_id": after[1],
+                "until": until,
                 "model": model,
                 "limit": limit,
             },
@@ -524,7 +516,8 @@ def recent_threads(
     """Threads with a live turn in the window, most recently active first."""
     agent_cond = sql.SQL("") if agent is None else sql.SQL("AND c.agent = %(agent)s")
     # Every agent's: the last turn is read from its first copy (a late copy of an earlier
-    # turn is not the thread's last turn), as get and list read each turn once.
+    # turn is not the thread's last turn), as get and list read each turn once; the thread's
+    # activity (last_ts, the order and the window) counts every write.
     first_copy = sql.SQL(
         " AND NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = %(org)s"
         " AND o.namespace = %(ns)s AND o.thread_id = l.thread_id AND o.msg_id = l.msg_id"
@@ -542,12 +535,12 @@ def recent_threads(
         "  HAVING max(ts) >= now() - make_interval(days => %(days)s)"
         "  ORDER BY max(ts) DESC, thread_id LIMIT %(limit)s OFFSET %(offset)s"
         ")"
-        " SELECT a.thread_id, a.msg_count, last.ts AS last_ts, coalesce(t.title, '') AS title,"
+        " SELECT a.thread_id, a.msg_count, a.last_ts, coalesce(t.title, '') AS title,"
         "  last.agent, last.content AS last_content"
         " FROM active a"
         " LEFT JOIN loom.conversation_threads t ON t.org = %(org)s AND t.namespace = %(ns)s"
         "  AND t.thread_id = a.thread_id AND t.tombstoned_at IS NULL"
-        " CROSS JOIN LATERAL (SELECT l.agent, l.content, l.ts FROM live l"
+        " CROSS JOIN LATERAL (SELECT l.agent, l.content FROM live l"
         "  WHERE l.thread_id = a.thread_id{first_copy}"
         "  ORDER BY l.ts DESC, l.msg_id DESC LIMIT 1) last"
         " ORDER BY a.last_ts DESC, a.thread_id"

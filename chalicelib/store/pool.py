@@ -18,10 +18,10 @@ from psycopg_pool import ConnectionPool
 def _configure(conn: psycopg.Connection, lock_timeout_ms: int) -> None:
     conn.autocommit = True
     register_vector(conn)
-    # A statement waiting this long on a lock (a thread's lease held by a stalled transaction)
-    # gives up: the request answers 503 and its connection goes back to the pool, instead of
-    # waiting without end while the pool runs dry for every tenant.
-    conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
+    # How long a wait for a lease (a thread's, a brief's) lasts before it gives up: the request
+    # answers 503 and its connection goes back to the pool, instead of waiting without end
+    # behind a stalled holder while the pool runs dry for every tenant (`lease_lock`).
+    conn.execute(f"SET {LEASE_WAIT} = {int(lock_timeout_ms)}")
     # A filtered HNSW scan keeps scanning until LIMIT rows pass the filter (pgvector 0.8).
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
     conn.execute("SET hnsw.ef_search = 100")  # recall first; raised for a top_k over 100
@@ -51,6 +51,20 @@ def _check(conn: psycopg.Connection) -> None:
     idle_long = returned is None or time.monotonic() - returned > CHECK_AFTER_IDLE_SECONDS
     if idle_long or select.select([conn.fileno()], [], [], 0)[0]:
         ConnectionPool.check_connection(conn)
+
+
+LEASE_WAIT = "loom.lease_wait_ms"  # a setting of the session, read by `lease_lock`
+
+
+def lease_lock(key: str, salt: int) -> str:
+    """A statement taking the transaction-level advisory lock on hashtextextended(key, salt),
+    waiting at most the session's LEASE_WAIT (no bound outside the pool) for it; the bound
+    holds for this wait only, never for the statements after it."""
+    return (
+        f"SELECT set_config('lock_timeout', coalesce(current_setting('{LEASE_WAIT}', true),"
+        f" '0'), true), pg_advisory_xact_lock(hashtextextended({key}, {salt})),"
+        " set_config('lock_timeout', '0', true)"
+    )
 
 
 _TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
@@ -133,7 +147,7 @@ def open_pool(
     poolers need (LOOM_DATABASE_PREPARE=false). A connection is checked as it is handed out, so
     one left broken by a database restart is replaced instead of failing a request (`_check`); a
     request waits at most `timeout` seconds for a connection, and a statement at most
-    `lock_timeout` seconds for a lock.
+    `lock_timeout` seconds for a lease another transaction holds.
     """
     return ConnectionPool(
         database_url,

@@ -8,6 +8,8 @@ from psycopg import Connection, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from chalicelib.store.pool import lease_lock
+
 _COLUMNS = (
     "brief_key, revision, project, repo, branch, head_sha, agent, sections, rendered, author,"
     " trigger, actor, source_sessions, events_total, source_chars, last_session_id,"
@@ -18,9 +20,7 @@ _COLUMNS = (
 def lock_brief(conn: Connection, org: str, namespace: str, key: str) -> dict[str, Any] | None:
     """The brief's row, locked until the transaction ends (a compare-and-set reads it here);
     concurrent first saves of one key queue on an advisory lock."""
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (f"{org}\x1f{namespace}\x1f{key}",)
-    )
+    conn.execute(lease_lock("%s", 1), (f"{org}\x1f{namespace}\x1f{key}",))
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             f"SELECT {_COLUMNS} FROM loom.session_briefs"

@@ -159,16 +159,30 @@ def test_threads_are_listed_newest_activity_first(t):
 def test_the_last_excerpt_is_the_last_turn_not_a_late_copy_of_an_earlier_one(t):
     """GIVEN turns X then Y logged by a1, and a2's copy of X logged after both
     WHEN every agent's threads are listed
-    THEN the thread's last turn is Y (read once, from its first copy), as get reads them.
+    THEN the thread's last turn is Y (read once, from its first copy), as get reads them; its
+    last activity (last_ts, which orders the list) is a2's copy, the thread's latest write.
     """
     t.append("th", "first turn X", agent="a1", msg_id="x")
-    y = t.append("th", "second turn Y", agent="a1", msg_id="y")
-    t.append("th", "first turn X", agent="a2", msg_id="x")
+    t.append("th", "second turn Y", agent="a1", msg_id="y")
+    late = t.append("th", "first turn X", agent="a2", msg_id="x")
     got = t.ok("conversation.get", agent="", thread_id="th", include_messages=True)
     assert [m["msg_id"] for m in got["messages"]] == ["x", "y"]
     (th,) = t.ok("conversation.threads", agent="*", as_="viewer")["threads"]
     assert (th["msg_count"], th["last_excerpt"], th["agent"]) == (2, "second turn Y", "a1")
-    assert th["last_ts"] == y["ts"]
+    assert th["last_ts"] == late["ts"]
+
+
+def test_threads_are_ordered_by_the_last_ts_they_report(t):
+    """GIVEN thread tx's turn, then thread ty's, then a late copy of tx's turn by another agent
+    WHEN every agent's threads are listed
+    THEN they come newest activity first, in the order of the last_ts each reports."""
+    t.append("tx", "thread x first turn", msg_id="x1", agent="a1")
+    t.append("ty", "thread y turn", msg_id="y1", agent="a1")
+    t.append("tx", "thread x first turn", msg_id="x1", agent="a2")
+    out = t.ok("conversation.threads", agent="*", as_="viewer")["threads"]
+    assert [r["thread_id"] for r in out] == ["tx", "ty"]
+    stamps = [r["last_ts"] for r in out]
+    assert stamps == sorted(stamps, reverse=True)
 
 
 def test_threads_keeps_to_the_window(t, pool, org):

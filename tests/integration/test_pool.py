@@ -151,3 +151,33 @@ def test_a_stalled_thread_lease_leaves_the_pool_to_other_tenants(api, deps, org,
         for w in waiting:
             w.join(timeout=30)
     assert status == 200, (status, out)
+
+
+def test_an_append_behind_an_index_build_waits_for_it_and_is_indexed(api, deps, org, database_url):
+    """GIVEN a transaction holding the embedding table in SHARE mode for longer than the lease
+    wait (as an index build does)
+    WHEN a turn is appended
+    THEN the append waits for it, answers 200 and its vector is written: only the wait for a
+    lease is bounded."""
+    api.token = mint_token(deps, org=org, role="org_admin")
+    api.ok("conversation.set_logging", namespace="ns", enabled=True)
+    body = {"namespace": "ns", "agent": "a", "thread_id": "t", "role": "user"}
+    api.ok("conversation.append", **body, msg_id="warm", content="warm up the index")
+    building = psycopg.connect(database_url)
+    building.execute("LOCK TABLE loom.conversation_embeddings IN SHARE MODE")
+    done = threading.Timer(deps.settings.database_lock_timeout_seconds + 1.5, building.close)
+    done.start()
+    try:
+        status, out = api.post(
+            "conversation.append", **body, msg_id="m1", content="the zanzibar ledger move"
+        )
+    finally:
+        done.join()
+    assert status == 200 and out["stored"] is True, (status, out)
+    with deps.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT embedding IS NOT NULL FROM loom.conversation_embeddings"
+            " WHERE org = %s AND msg_id = 'm1'",
+            (org,),
+        ).fetchone()
+    assert row == (True,)

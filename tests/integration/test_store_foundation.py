@@ -21,7 +21,12 @@ from chalicelib import cli
 from chalicelib.auth import hash_token
 from chalicelib.config import Settings
 from chalicelib.store import conversation_search
-from chalicelib.store.embedded import SERVER_USER, start_embedded, stop_embedded
+from chalicelib.store.embedded import (
+    SERVER_USER,
+    hand_over,
+    start_embedded,
+    stop_embedded,
+)
 from chalicelib.store.migrate import is_migrated, migrate, migration_files
 from tests.conftest import make_settings
 
@@ -254,9 +259,7 @@ def test_a_data_directory_another_os_user_owns_is_taken_over_when_started_by_roo
             conn.execute("INSERT INTO kept VALUES ('before')")
         stop_embedded(data)
         nobody = pwd.getpwnam("nobody")
-        for top, dirs, files in os.walk(data):
-            for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
-                os.lchown(name, nobody.pw_uid, nobody.pw_gid)
+        hand_over(data, nobody.pw_uid, nobody.pw_gid)
         url = start_embedded(data, cleanup_mode="delete")
         with psycopg.connect(url, autocommit=True) as conn:
             assert conn.execute("SELECT v FROM kept").fetchall() == [("before",)]

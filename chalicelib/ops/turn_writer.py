@@ -20,6 +20,7 @@ from chalicelib.store.conversations import (
     NewTurn,
     TurnVector,
     adopt_saved_turns,
+    append_state,
     existing_copies,
     insert_turns,
     turns_without_vectors,
@@ -53,7 +54,13 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
     first = turns[0]
     scope = (first.org, first.namespace, first.thread_id, first.agent)
     with read_connection(deps.pool) as conn:
-        states: dict[str, str] = dict(existing_copies(conn, *scope, [t.msg_id for t in turns]))
+        recording, known = append_state(conn, *scope, [t.msg_id for t in turns])
+        if not recording:
+            # The owner's choice answers first: a turn stored (or deleted) while the namespace
+            # recorded is not reported as kept once it does not.
+            now = deps.clock()
+            return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]
+        states: dict[str, str] = dict(known)
         saved_only = [m for m, state in states.items() if state == "saved_only"]
         if saved_only and not adopt_saved_turns(conn, *scope, saved_only):
             # The transcript does not hold them: recording is off, whatever a user saved.
@@ -69,13 +76,8 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
                 states.update(existing_copies(conn, *scope, raced))
     now = deps.clock()
     ts = inserted.ts
-    if ts is None:
-        return [
-            Recorded(t.msg_id, now, False, "logging_disabled")
-            if t.msg_id not in states
-            else _existing(t.msg_id, states[t.msg_id], now)
-            for t in turns
-        ]
+    if ts is None:  # recording was switched off since the read above
+        return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]
     to_embed = [t for t in to_embed if t.msg_id in ts]
     removed = _embed(deps, to_embed, ts, inserted) if to_embed else set()
     answers = []

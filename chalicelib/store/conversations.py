@@ -40,16 +40,29 @@ def existing_copies(
 ) -> dict[str, TurnState]:
     """Which of this agent's copies of these turns exist already, and whether each is live
     (`saved_only`: live, there only because a user saved it), or deleted: a primary-key read."""
+    return append_state(conn, org, namespace, thread_id, agent, msg_ids)[1]
+
+
+def append_state(
+    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
+) -> tuple[bool, dict[str, TurnState]]:
+    """Whether the namespace records (failing closed), and this agent's copies of these turns
+    that exist already (`existing_copies`): one statement of primary-key reads."""
     rows = conn.execute(
-        "SELECT msg_id, tombstoned_at IS NOT NULL, saved_only FROM loom.conversations"
-        " WHERE org = %s AND namespace = %s AND thread_id = %s AND agent = %s"
-        " AND msg_id = ANY(%s)",
-        (org, namespace, thread_id, agent, msg_ids),
+        "SELECT coalesce((SELECT n.conversation_logging_enabled FROM loom.namespaces n"
+        "  WHERE n.org = %(org)s AND n.namespace = %(ns)s), false),"
+        " c.msg_id, c.tombstoned_at IS NOT NULL, c.saved_only"
+        " FROM (SELECT 1) one LEFT JOIN loom.conversations c ON c.org = %(org)s"
+        " AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+        " AND c.msg_id = ANY(%(ids)s)",
+        {"org": org, "ns": namespace, "thread": thread_id, "agent": agent, "ids": msg_ids},
     ).fetchall()
-    return {
+    states: dict[str, TurnState] = {
         msg_id: "tombstoned" if gone else "saved_only" if only else "live"
-        for msg_id, gone, only in rows
+        for _, msg_id, gone, only in rows
+        if msg_id is not None
     }
+    return bool(rows[0][0]), states
 
 
 def adopt_saved_turns(

@@ -85,6 +85,29 @@ def test_turning_logging_on_then_off_starts_then_stops_storing(t, pool, org):
     assert [r["content"] for r in listed] == ["kept while recording is on"]
 
 
+def test_once_recording_is_off_a_turn_stored_or_deleted_before_answers_logging_disabled(
+    t, pool, org
+):
+    """GIVEN turns appended while recording was on, one of them deleted since
+    WHEN recording is switched off and the same turns are appended again
+    THEN each answers stored=false, reason="logging_disabled" (not duplicate or deleted: the
+    owner's choice answers first), and the rows stay as they were.
+    """
+    t.set_logging(NS, True)
+    assert t.append("th-1", "kept", msg_id="m-1")["stored"] is True
+    assert t.append("th-2", "deleted later", msg_id="m-2")["stored"] is True
+    t.ok("conversation.delete", agent="", thread_id="th-2", confirm_thread_id="th-2", as_="admin")
+    before = turn_rows(pool, org)
+
+    t.set_logging(NS, False)
+    kept = t.append("th-1", "kept", msg_id="m-1")
+    deleted = t.append("th-2", "deleted later", msg_id="m-2")
+
+    assert (kept["stored"], kept["reason"]) == (False, "logging_disabled")
+    assert (deleted["stored"], deleted["reason"]) == (False, "logging_disabled")
+    assert turn_rows(pool, org) == before
+
+
 def test_logging_is_per_namespace(t, pool, org):
     """GIVEN recording on in one namespace of the org only
     WHEN the same turn is appended in that namespace and in a sibling namespace

@@ -55,7 +55,7 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
     scope = (first.org, first.namespace, first.thread_id, first.agent)
     with read_connection(deps.pool) as conn:
         recording, known = append_state(conn, *scope, [t.msg_id for t in turns])
-        if not recording:
+        if recording is False:
             # The owner's choice answers first: a turn stored (or deleted) while the namespace
             # recorded is not reported as kept once it does not.
             now = deps.clock()
@@ -148,7 +148,7 @@ def _embed(
     if error is None and not vector_index_ready(len(vectors[0])):
         with deps.pool.connection() as conn:
             ensure_vector_index(conn, len(vectors[0]))
-    written = write_embeddings(deps.pool, embedder.name, items, inserted.unembedded)
+    written = write_embeddings(deps.pool, embedder.name, items)
     return {t.msg_id for t in turns} - written
 
 

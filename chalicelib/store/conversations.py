@@ -14,7 +14,11 @@ from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import database_clock, lease_lock, read_connection, sent_whole
-from chalicelib.store.turn_windows import rewrite_thread_windows, rewrite_windows_from
+from chalicelib.store.turn_windows import (
+    note_moving_rows,
+    rewrite_thread_windows,
+    rewrite_windows_from,
+)
 
 TurnState = Literal["live", "saved_only", "tombstoned"]
 # A saved-only copy the append did not adopt: the namespace does not record.
@@ -43,26 +47,40 @@ def existing_copies(
     return append_state(conn, org, namespace, thread_id, agent, msg_ids)[1]
 
 
+_APPEND_STATE = (
+    "SELECT msg_id, tombstoned_at IS NOT NULL, saved_only,"
+    " coalesce((SELECT n.conversation_logging_enabled FROM loom.namespaces n"
+    "  WHERE n.org = %(org)s AND n.namespace = %(ns)s), false)"
+    " FROM loom.conversations WHERE org = %(org)s AND namespace = %(ns)s"
+    " AND thread_id = %(thread)s AND agent = %(agent)s AND msg_id = ANY(%(ids)s)"
+)
+_APPEND_STATE_ONE = _APPEND_STATE.replace("= ANY(%(ids)s)", "= %(ids)s")
+
+
 def append_state(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
-) -> tuple[bool, dict[str, TurnState]]:
-    """Whether the namespace records (failing closed), and this agent's copies of these turns
-    that exist already (`existing_copies`): one statement of primary-key reads."""
+) -> tuple[bool | None, dict[str, TurnState]]:
+    """This agent's copies of these turns that exist already (`existing_copies`), and, when
+    there are any, whether the namespace records (failing closed); None when there are none
+    (their insert reads the switch): one statement of primary-key reads."""
+    # One turn (an append) is read as a plain key: no array to bind and plan, as a duplicate
+    # is answered here at primary-key speed.
+    one = len(msg_ids) == 1
     rows = conn.execute(
-        "SELECT coalesce((SELECT n.conversation_logging_enabled FROM loom.namespaces n"
-        "  WHERE n.org = %(org)s AND n.namespace = %(ns)s), false),"
-        " c.msg_id, c.tombstoned_at IS NOT NULL, c.saved_only"
-        " FROM (SELECT 1) one LEFT JOIN loom.conversations c ON c.org = %(org)s"
-        " AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
-        " AND c.msg_id = ANY(%(ids)s)",
-        {"org": org, "ns": namespace, "thread": thread_id, "agent": agent, "ids": msg_ids},
+        _APPEND_STATE_ONE if one else _APPEND_STATE,
+        {
+            "org": org,
+            "ns": namespace,
+            "thread": thread_id,
+            "agent": agent,
+            "ids": msg_ids[0] if one else msg_ids,
+        },
     ).fetchall()
     states: dict[str, TurnState] = {
         msg_id: "tombstoned" if gone else "saved_only" if only else "live"
-        for _, msg_id, gone, only in rows
-        if msg_id is not None
+        for msg_id, gone, only, _ in rows
     }
-    return bool(rows[0][0]), states
+    return (bool(rows[0][3]) if rows else None), states
 
 
 def adopt_saved_turns(
@@ -109,9 +127,6 @@ class InsertedTurns:
     ts: dict[str, datetime] | None  # each inserted turn's ts; None when recording is off
     # The msg_id and text of the thread's last turn search indexed before these, when asked.
     before: tuple[str, str] | None
-    # Where the first live row of these turns without a vector stands (ts, msg_id): another
-    # agent's copy whose embed failed, which these turns' vectors take over and move.
-    unembedded: tuple[datetime, str] | None = None
 
 
 def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) -> InsertedTurns:
@@ -125,20 +140,12 @@ def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) 
         with sent_whole(conn):
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
             inserted = _insert_turns(conn, turns)
-            before = unembedded = None
-            if model is not None:
-                before = _last_indexed(conn, first, model)
-                unembedded = _first_unembedded(conn, first, model, [t.msg_id for t in turns])
+            before = None if model is None else _last_indexed(conn, first, model)
         rows = inserted.fetchall()
         last = None if before is None else before.fetchone()
-        moved = None if unembedded is None else unembedded.fetchone()
         if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
             return InsertedTurns(None, None)
-    return InsertedTurns(
-        dict(rows),
-        None if last is None else (last[0], last[1]),
-        None if moved is None else (moved[0], moved[1]),
-    )
+    return InsertedTurns(dict(rows), None if last is None else (last[0], last[1]))
 
 
 def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
@@ -182,16 +189,11 @@ class TurnVector:
     context_of: str | None = None
 
 
-def write_embeddings(
-    pool: ConnectionPool,
-    model: str,
-    items: list[TurnVector],
-    moved_from: tuple[datetime, str] | None = None,
-) -> set[str]:
+def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
     """Store vectors (or embed errors) of one thread's turns still live, under the lease, in
     one transaction sent whole in one round trip; returns the msg_ids written. A live row
     another agent's copy wrote is shared, not replaced, unless it has no vector: then it
-    moves, and the windows from where it stood (`moved_from`) on are rewritten too.
+    moves, and the windows from where it stood on are rewritten too (`send_vectors`).
     """
     first = items[0].turn
     turns = [i.turn for i in items]
@@ -200,7 +202,7 @@ def write_embeddings(
             # The vector is derived data: its commit need not wait for the WAL flush.
             conn.execute("SET LOCAL synchronous_commit = off")
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-            sent = send_vectors(conn, model, items, moved_from)
+            sent = send_vectors(conn, model, items)
         written = {r[0] for r in returned_rows(sent)}
         if len(written) < len(items):  # a live row shared with another copy answers nothing
             rest = [t.msg_id for t in turns if t.msg_id not in written]
@@ -252,15 +254,11 @@ def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> lis
     return returned_rows(send_vectors(conn, model, items))
 
 
-def send_vectors(
-    conn: Connection,
-    model: str,
-    items: list[TurnVector],
-    moved_from: tuple[datetime, str] | None = None,
-) -> Cursor:
+def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Cursor:
     """Send one statement a turn (the vector binds as itself, not as text), then the rewrite of
-    the windows they touch (from `moved_from` when earlier: where a row they move stood); the
-    cursor answers the msg_ids written (`returned_rows`)."""
+    the windows they touch (from where a vectorless row they take over stood, when earlier:
+    noted first, under the lease the caller holds); the cursor answers the msg_ids written
+    (`returned_rows`)."""
     params = [
         {
             "org": i.turn.org,
@@ -279,13 +277,12 @@ def send_vectors(
         }
         for i in items
     ]
+    first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
+    scope = (first.turn.org, first.turn.namespace, first.turn.thread_id, model)
+    note_moving_rows(conn, *scope, [i.turn.msg_id for i in items], vectorless_only=True)
     cur = conn.cursor()
     cur.executemany(_INSERT_VECTOR, params, returning=True)
-    first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
-    start = min((first.ts, first.turn.msg_id), moved_from or (first.ts, first.turn.msg_id))
-    rewrite_windows_from(
-        conn, first.turn.org, first.turn.namespace, first.turn.thread_id, model, *start
-    )
+    rewrite_windows_from(conn, *scope, first.ts, first.turn.msg_id)
     return cur
 
 
@@ -296,15 +293,6 @@ def returned_rows(cur: Cursor) -> list[tuple[str]]:
         rows.extend(cur.fetchall())
         if not cur.nextset():
             return rows
-
-
-def _first_unembedded(conn: Connection, scope: NewTurn, model: str, msg_ids: list[str]) -> Cursor:
-    return conn.execute(
-        "SELECT ts, msg_id FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
-        " AND thread_id = %s AND model = %s AND msg_id = ANY(%s) AND tombstoned_at IS NULL"
-        " AND embedding IS NULL ORDER BY ts, msg_id LIMIT 1",
-        (scope.org, scope.namespace, scope.thread_id, model, msg_ids),
-    )
 
 
 def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:

@@ -10,7 +10,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.store.conversations import NewTurn
-from chalicelib.store.turn_windows import rewrite_windows_from
+from chalicelib.store.turn_windows import note_moving_rows, rewrite_windows_from
 
 # The tsvector of a row's whole text (its first 500,000 characters when the whole would pass
 # a tsvector's 1 MB: loom.saved_tsvector) and its length in tokens, for the BM25 leg.
@@ -129,8 +129,19 @@ def flag_embedding(
     error: str | None,
     fresh: bool,
 ) -> None:
-    """Write (when `fresh`) or flag the message's embedding row, owned by the saving user."""
+    """Write (when `fresh`) or flag the message's embedding row, owned by the saving user (the
+    caller holds the thread's lease). A fresh write takes over any row of the message, moving it
+    to `ts`: the windows are rewritten from where it stood when earlier."""
     if fresh:
+        note_moving_rows(
+            conn,
+            turn.org,
+            turn.namespace,
+            turn.thread_id,
+            model,
+            [turn.msg_id],
+            vectorless_only=False,
+        )
         conn.execute(
             "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id,"
             " model, agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved,"

@@ -6,6 +6,12 @@ Both are written with the row (its window with no turn after it yet). A change a
 alters the windows from the turn before it to the second one after it; the rewrite reads three
 rows further back so every window it writes sees its full neighbourhood, and writes only the
 windows that differ (on an append at the end of a thread: the previous turn's).
+
+A write that moves a live row to another time (a vector taking over another agent's copy that has
+none, a save writing over an expired turn's row) notes first, under the thread's lease, where the
+row stood (`note_moving_rows`): the rewrite of the same transaction starts no later than there,
+so no window keeps the text the row held, and the turn read after it loses a context vector read
+after that text.
 """
 
 from __future__ import annotations
@@ -20,15 +26,21 @@ _THREAD = (
     "org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s AND tombstoned_at IS NULL"
     " AND (%(model)s::text IS NULL OR model = %(model)s)"
 )
+_MOVED_FROM = "loom.windows_moved_from"  # a transaction's setting: where a moved row stood
 _REWRITE = (
+    # The change: the row written, or where a row this transaction moved stood when earlier.
+    "WITH change AS MATERIALIZED (SELECT CASE WHEN m.ts < %(ts)s::timestamptz THEN m.ts"
+    "  ELSE %(ts)s::timestamptz END AS ts,"
+    "  CASE WHEN m.ts < %(ts)s::timestamptz THEN '' ELSE %(msg_id)s END AS msg_id"
+    "  FROM (SELECT nullif(current_setting('" + _MOVED_FROM + "', true), '')::timestamptz"
+    "   AS ts) m),"
     # The row three before the change (none: the whole thread), as a bound the thread-order
     # index seeks to.
-    "WITH start AS MATERIALIZED (SELECT coalesce(s.ts, '-infinity') AS ts,"
+    " start AS MATERIALIZED (SELECT coalesce(s.ts, '-infinity') AS ts,"
     "  coalesce(s.msg_id, '') AS msg_id, s.ts IS NOT NULL AS found"
-    "  FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT ts, msg_id"
+    "  FROM change c LEFT JOIN LATERAL (SELECT ts, msg_id"
     "   FROM loom.conversation_embeddings WHERE " + _THREAD + ""
-    "   AND %(ts)s::timestamptz IS NOT NULL"
-    "   AND (ts, msg_id) < (%(ts)s::timestamptz, %(msg_id)s)"
+    "   AND c.ts IS NOT NULL AND (ts, msg_id) < (c.ts, c.msg_id)"
     "   ORDER BY ts DESC, msg_id DESC OFFSET 2 LIMIT 1) s ON true),"
     " part AS (SELECT ctid AS rid, msg_id, model, ts, text FROM loom.conversation_embeddings"
     "  WHERE " + _THREAD + ""
@@ -48,6 +60,47 @@ _REWRITE = (
     " FROM w WHERE w.writable AND e.ctid = w.rid AND (e.window_tsv IS DISTINCT FROM w.doc"
     "  OR e.context_of IS DISTINCT FROM w.before_id AND e.context_of IS NOT NULL)"
 )
+
+
+_NOTE_MOVING = (
+    "WITH moving AS MATERIALIZED (SELECT ts, msg_id FROM loom.conversation_embeddings"
+    "  WHERE org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s"
+    "  AND model = %(model)s AND msg_id = ANY(%(ids)s) AND tombstoned_at IS NULL"
+    "  AND (NOT %(vectorless)s OR embedding IS NULL)),"
+    # A context vector read after a moving row's text falls back to its turn's own vector.
+    " reread AS (UPDATE loom.conversation_embeddings e SET context_embedding = e.embedding,"
+    "  context_of = NULL WHERE (SELECT count(*) FROM moving) > 0"
+    "  AND e.org = %(org)s AND e.namespace = %(ns)s AND e.thread_id = %(thread)s"
+    "  AND e.model = %(model)s AND e.context_of IN (SELECT msg_id FROM moving)"
+    "  AND e.tombstoned_at IS NULL)"
+    " SELECT set_config('" + _MOVED_FROM + "', coalesce((SELECT min(ts) FROM moving)::text, ''),"
+    "  true)"
+)
+
+
+def note_moving_rows(
+    conn: Connection,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    model: str,
+    msg_ids: list[str],
+    *,
+    vectorless_only: bool,
+) -> None:
+    """Before this transaction writes rows of these msg_ids over (moving them to their new
+    time), note where the earliest live one stands (only those with no vector when
+    `vectorless_only`: the ones a vector write takes over): the window rewrite that follows
+    starts no later. Context vectors read after them fall back to their turn's own."""
+    params = {
+        "org": org,
+        "ns": namespace,
+        "thread": thread_id,
+        "model": model,
+        "ids": msg_ids,
+        "vectorless": vectorless_only,
+    }
+    conn.execute(_NOTE_MOVING, params)
 
 
 def rewrite_thread_windows(conn: Connection, org: str, namespace: str, thread_id: str) -> int:
@@ -85,4 +138,7 @@ def _rewrite(
         "ts": ts,
         "msg_id": msg_id,
     }
-    return conn.execute(_REWRITE, params).rowcount
+    changed = conn.execute(_REWRITE, params).rowcount
+    if ts is not None:  # a note is this rewrite's alone
+        conn.execute("SELECT set_config('" + _MOVED_FROM + "', '', true)")
+    return changed

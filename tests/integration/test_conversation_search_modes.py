@@ -19,7 +19,8 @@ from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import conversation_search, window_search
-from chalicelib.store.conversations import NewTurn
+from chalicelib.store.conversations import NewTurn, TurnVector, insert_turns, write_embeddings
+from chalicelib.workers.retention import purge_expired_conversations
 from tests.integration.test_conversation_support import (
     NS,
     Tenant,
@@ -482,6 +483,95 @@ def test_a_row_another_agents_copy_takes_over_leaves_no_window_where_it_stood(
     t.append("th-m", "agent two logs a different text for m1", msg_id="m1", agent="B")
     assert windows_holding(pool, w, org, live_only=True) == []
     assert hits(t, w, "lexical") == []
+
+
+def test_a_vector_written_after_a_concurrent_copy_failed_leaves_no_window_where_it_stood(
+    t, pool, org, embedder
+):
+    """GIVEN agent A's and agent B's appends of m1 interleaved: A's turn is recorded, four turns
+    of B follow, B's copy of m1 is recorded (no row of m1 has a vector yet), then A's embed
+    fails and writes a row with A's word and no vector
+    WHEN B's vector is written, taking that row over and moving it to B's time, and A's copies
+    are deleted
+    THEN no live window holds A's word and lexical search does not find it: the windows around
+    where the row stood are rewritten in the vector's transaction, the row read under its lease."""
+    w = word()
+    model = embedder.name
+    a = NewTurn(org, NS, "th-i", "A", "m1", "user", f"agent one says {w} about the plan")
+    stored_a = insert_turns(pool, [a], model)
+    for i in range(1, 5):
+        t.append("th-i", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+    b = NewTurn(org, NS, "th-i", "B", "m1", "user", "agent two logs another text for m1")
+    stored_b = insert_turns(pool, [b], model)
+    assert stored_a.ts and stored_b.ts
+    write_embeddings(pool, model, [TurnVector(a, stored_a.ts["m1"], a.content, None, "down")])
+    assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} >= {"b1", "b2"}
+    vector = embedder.embed_documents([b.content])[0]
+    written = write_embeddings(
+        pool, model, [TurnVector(b, stored_b.ts["m1"], b.content, vector, None)]
+    )
+    assert written == {"m1"}
+    t.ok("conversation.delete", agent="A", thread_id="th-i", confirm_thread_id="th-i",
+         as_="admin")  # fmt: skip
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical", thread_id="th-i") == []
+
+
+def test_a_save_that_moves_a_row_leaves_no_window_where_it_stood(t, pool, org, embedder):
+    """GIVEN m1 logged by agent A with a unique word and by agent B with other text, both embeds
+    failing, four turns of B between them; a user saves A's copy (its embed fails again, so the
+    row holds A's text where A's copy stands), then unsaves it
+    WHEN the user saves B's copy (its vector moves the row to B's time) and A's copies are
+    deleted
+    THEN no live window holds A's word and lexical search does not find it."""
+    w = word()
+    embedder.failing = True
+    try:
+        t.append("th-s", f"agent one says {w} about the plan", msg_id="m1", agent="A")
+    finally:
+        embedder.failing = False
+    for i in range(1, 5):
+        t.append("th-s", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+    embedder.failing = True
+    try:
+        t.append("th-s", "agent two logs another text for m1", msg_id="m1", agent="B")
+        assert save(t, "th-s", "m1", agent="A")["reason"] == "embed_failed"
+    finally:
+        embedder.failing = False
+    unsave(t, "th-s", "m1")
+    assert save(t, "th-s", "m1", agent="B")["indexed"] is True
+    t.ok("conversation.delete", agent="A", thread_id="th-s", confirm_thread_id="th-s",
+         as_="admin")  # fmt: skip
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical", thread_id="th-s") == []
+
+
+def test_a_save_over_an_expired_turns_row_leaves_none_of_its_text(t, deps, pool, org):
+    """GIVEN a thread whose turn m1 (a unique word) expired under retention, its embedding row
+    kept live as the spec keeps it
+    WHEN a user saves message m1 with other text (the row moves to the save's time)
+    THEN no live window holds the expired word, lexical search does not find it, and the turn
+    read after m1 keeps no context vector read after the expired text."""
+    w = word()
+    t.append("th-x", "we are planning the team offsite", msg_id="p0")
+    t.append("th-x", "the venue shortlist is ready", msg_id="p1", role="assistant")
+    t.append("th-x", f"book the {w} lodge for friday", msg_id="m1")
+    t.append("th-x", "done, it is booked", msg_id="n0", role="assistant")
+    t.append("th-x", "great, thanks", msg_id="n1")
+    t.append("th-x", "anything else today", msg_id="n2", role="assistant")
+    assert context_state(pool, org, "th-x")["n0"] == ("m1", False)
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversations SET ts = now() - interval '40 days'"
+            " WHERE org = %s AND msg_id = 'm1'",
+            (org,),
+        )
+    with live_setting(pool, "retention_conversations_days", "30"):
+        assert purge_expired_conversations(deps)["turns_removed"] >= 1
+    assert save(t, "th-x", "m1", "a completely different note about lunch")["indexed"] is True
+    assert windows_holding(pool, w, org, live_only=True) == []
+    assert hits(t, w, "lexical", thread_id="th-x") == []
+    assert context_state(pool, org, "th-x")["n0"] == (None, True)
 
 
 def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool, org, embedder):

@@ -464,6 +464,18 @@ def test_an_unsave_that_removes_a_turn_takes_its_words_out_of_every_window(t, po
     assert hybrid == hits(t, w, "hybrid", namespace=OFF_NS, lexical_weight=0)
 
 
+def _vectorless_copy_then_four_turns(t, embedder, thread_id: str, w: str) -> None:
+    """m1 logged by agent A holding the word `w` while the embedder fails (a row with no vector,
+    read by the windows after it), then four turns of agent B."""
+    embedder.failing = True
+    try:
+        t.append(thread_id, f"agent one says {w} about the plan", msg_id="m1", agent="A")
+    finally:
+        embedder.failing = False
+    for i in range(1, 5):
+        t.append(thread_id, f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+
+
 def test_a_row_another_agents_copy_takes_over_leaves_no_window_where_it_stood(
     t, pool, org, embedder
 ):
@@ -472,13 +484,7 @@ def test_a_row_another_agents_copy_takes_over_leaves_no_window_where_it_stood(
     WHEN B logs m1 with other text (its vector takes the row over and moves it to the end)
     THEN no live window holds A's word: those around where the row stood are rewritten."""
     w = word()
-    embedder.failing = True
-    try:
-        t.append("th-m", f"agent one says {w} about the plan", msg_id="m1", agent="A")
-    finally:
-        embedder.failing = False
-    for i in range(1, 5):
-        t.append("th-m", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+    _vectorless_copy_then_four_turns(t, embedder, "th-m", w)
     assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} >= {"b1", "b2"}
     t.append("th-m", "agent two logs a different text for m1", msg_id="m1", agent="B")
     assert windows_holding(pool, w, org, live_only=True) == []
@@ -525,13 +531,7 @@ def test_a_save_that_moves_a_row_leaves_no_window_where_it_stood(t, pool, org, e
     deleted
     THEN no live window holds A's word and lexical search does not find it."""
     w = word()
-    embedder.failing = True
-    try:
-        t.append("th-s", f"agent one says {w} about the plan", msg_id="m1", agent="A")
-    finally:
-        embedder.failing = False
-    for i in range(1, 5):
-        t.append("th-s", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
+    _vectorless_copy_then_four_turns(t, embedder, "th-s", w)
     embedder.failing = True
     try:
         t.append("th-s", "agent two logs another text for m1", msg_id="m1", agent="B")

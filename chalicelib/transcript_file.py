@@ -111,7 +111,8 @@ def _parse_json(text: str) -> list[tuple[str, str]]:
         role = str(item.get("role", "")).lower()
         if role not in ROLES:
             raise TranscriptError(f"item {i} has role {item.get('role')!r}; use one of {ROLES}")
-        turns.append((role, item["content"]))
+        if item["content"].strip():  # a turn with no text is no turn, as in the other formats
+            turns.append((role, item["content"]))
     return turns
 
 

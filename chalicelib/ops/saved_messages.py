@@ -193,6 +193,10 @@ def _refusal(copy: dict[str, Any], user: str) -> SaveReason:
         return "unsupported_role"
     if copy["user_id"] not in ("-", user) or copy["saved_elsewhere"]:
         return "owner_mismatch"
+    if copy["vector_owner"] not in (None, "-", user):
+        # The copies share one vector row, and it indexes another user's copy: saving this one
+        # would hand that user's row (and words) to the caller.
+        return "owner_mismatch"
     if embedded_reads_as_high(copy["content"], EMBED_CHARS):
         return "high_sensitivity"
     return ""

@@ -33,13 +33,17 @@ def find_copy(
     """The message's transcript row and its embedding row: a live copy first, then one this
     user saved already (another agent's copy of the message is not saved twice), then the
     caller agent's; `saved_elsewhere` when another user saved another live copy (the copies
-    share one vector row: a message is saved for one user, whichever agent's copy is named)."""
+    share one vector row: a message is saved for one user, whichever agent's copy is named).
+    `has_vector` only when the live vector row was embedded from this copy's text, the start
+    of it (another agent's copy may hold other words under the same id); `vector_owner` is that
+    row's user."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT c.agent, c.role, c.content, c.user_id, c.is_saved, c.saved_at, c.ts,"
             " c.tombstoned_at IS NOT NULL AS deleted,"
             " e.msg_id IS NOT NULL AND e.tombstoned_at IS NULL AND e.embedding IS NOT NULL"
-            "   AS has_vector,"
+            "   AND starts_with(c.content, e.text) AS has_vector,"
+            " CASE WHEN e.tombstoned_at IS NULL THEN e.user_id END AS vector_owner,"
             " coalesce(e.is_saved AND e.tombstoned_at IS NULL, false) AS vector_flagged,"
             " EXISTS (" + _SAVED_ELSEWHERE + ") AS saved_elsewhere"
             " FROM loom.conversations c LEFT JOIN loom.conversation_embeddings e"

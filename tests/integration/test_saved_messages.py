@@ -103,6 +103,40 @@ def test_a_message_stored_under_another_user_is_an_owner_mismatch(t, pool, org):
     assert not vectors(pool, org, "m1")[0]["is_saved"]
 
 
+def test_another_agents_unowned_copy_of_a_users_turn_is_an_owner_mismatch(t, pool, org):
+    """GIVEN turn m1 appended by agent A for user u2, then by agent B with other words and no
+    user (the copies share one vector row, which holds u2's words)
+    WHEN u1 saves B's copy
+    THEN the save answers owner_mismatch: the vector row stays u2's and unflagged, B's copy
+    unclaimed, and u1's saved search shows none of u2's words."""
+    t.append("c1", "u2 notes the harbour gate code", msg_id="m1", agent="A", user_id="u2")
+    t.append("c1", "b logs other words for this id", msg_id="m1", agent="B")
+    out = save(t, "c1", "m1", "b logs other words for this id", agent="B", user="u1")
+    assert (out["indexed"], out["reason"]) == (False, "owner_mismatch")
+    (vector,) = vectors(pool, org, "m1")
+    assert (vector["user_id"], vector["is_saved"]) == ("u2", False)
+    assert {r["agent"]: r["user_id"] for r in transcript(pool, org, "m1")} == {"A": "u2", "B": "-"}
+    assert search_saved(t, "harbour gate code", user="u1") == []
+
+
+def test_saving_a_copy_the_shared_vector_row_does_not_hold_embeds_its_own_words(t, pool, org):
+    """GIVEN turn m1 appended by agents A and B with other words, neither for a user (the shared
+    vector row holds A's)
+    WHEN u1 saves B's copy
+    THEN B's words are embedded into the row (u1's, saved): u1's saved search finds the message
+    by B's words and shows them, not A's."""
+    t.append("c1", "a speaks of the lighthouse keeper", msg_id="m1", agent="A")
+    t.append("c1", "b speaks of the ferry timetable", msg_id="m1", agent="B")
+    out = save(t, "c1", "m1", "b speaks of the ferry timetable", agent="B", user="u1")
+    assert (out["indexed"], out["reason"]) == (True, "")
+    (vector,) = vectors(pool, org, "m1")
+    assert (vector["user_id"], vector["is_saved"]) == ("u1", True)
+    assert vector["text"] == "b speaks of the ferry timetable"
+    found = search_saved(t, "ferry timetable", user="u1")
+    assert hit_ids(found) == ["m1"]
+    assert "lighthouse" not in found[0]["excerpt"]
+
+
 def test_the_first_of_two_users_claims_an_unowned_message(t, pool, org):
     """GIVEN a turn appended with no user
     WHEN u1 saves it and then u2 saves it

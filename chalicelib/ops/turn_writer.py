@@ -142,6 +142,7 @@ def _embed(
             error,
             context=next(in_context) if b else None,
             context_of=b[0] if b else None,
+            read_after=b[1] if b else None,
         )
         for t, text, vec, b in zip(turns, texts, vectors[: len(turns)], befores, strict=True)
     ]

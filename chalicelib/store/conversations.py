@@ -187,6 +187,7 @@ class TurnVector:
     # vector when there is none.
     context: np.ndarray | None = None
     context_of: str | None = None
+    read_after: str | None = None  # the text of `context_of` the context was read after
 
 
 def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
@@ -217,8 +218,16 @@ _INSERT_VECTOR = (
     " context_embedding, context_of, window_tsv, window_len)"
     " SELECT c.org, c.namespace, c.thread_id, c.msg_id, %(model)s, c.agent, c.role, c.user_id,"
     " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at,"
-    " %(context)s, %(context_of)s, w.doc, loom.tsv_tokens(w.doc)"
+    " CASE WHEN k.kept THEN %(context)s::vector ELSE %(embedding)s::vector END,"
+    " CASE WHEN k.kept THEN %(context_of)s END, w.doc, loom.tsv_tokens(w.doc)"
     " FROM loom.conversations c"
+    # A context vector is kept only while the row it was read after holds the text it was read
+    # after (a batch's own turn may share another copy's row of other words, or a vector may
+    # have taken that row over since); else the turn's own vector stands for its context.
+    " CROSS JOIN LATERAL (SELECT %(context_of)s::text IS NULL OR EXISTS (SELECT 1"
+    "  FROM loom.conversation_embeddings p WHERE p.org = c.org AND p.namespace = c.namespace"
+    "  AND p.thread_id = c.thread_id AND p.msg_id = %(context_of)s AND p.model = %(model)s"
+    "  AND p.tombstoned_at IS NULL AND p.text = %(read_after)s) AS kept) k"
     # The window as it stands (no turn after it yet), written with the row.
     " CROSS JOIN LATERAL (SELECT loom.turn_window(c.ts, b.texts[2], b.texts[1], %(text)s, NULL)"
     "  AS doc"
@@ -274,6 +283,7 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
             "ts": i.ts,
             "context": i.vector if i.context is None else i.context,
             "context_of": None if i.context is None else i.context_of,
+            "read_after": None if i.context is None else i.read_after,
         }
         for i in items
     ]

@@ -13,6 +13,7 @@ from collections import deque
 import numpy as np
 import pytest
 
+from chalicelib.ops import turn_writer
 from chalicelib.ops.conversation_search import LEG_DEPTH
 from chalicelib.ops.turn_writer import record_turns
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
@@ -572,6 +573,50 @@ def test_a_save_over_an_expired_turns_row_leaves_none_of_its_text(t, deps, pool,
     assert windows_holding(pool, w, org, live_only=True) == []
     assert hits(t, w, "lexical", thread_id="th-x") == []
     assert context_state(pool, org, "th-x")["n0"] == (None, True)
+
+
+def test_a_context_is_never_read_after_words_the_row_before_does_not_hold(t, deps, pool, org):
+    """GIVEN turn m logged by agent A (its row holds A's words)
+    WHEN agent B records, in one batch, its own copy of m with other words (which shares A's
+    row) and then turn N
+    THEN N's context vector is its own vector: it was read after B's words of m, which no row
+    holds, so nothing that removes B's copy (a delete, an erasure) could reach them."""
+    t.append("th-c", "we are planning the garden", msg_id="p0", agent="A")
+    t.append("th-c", "agent a logs m as plain text", msg_id="m", agent="A")
+    bob = f"bob private words {word()} about his diagnosis"
+    record_turns(
+        deps,
+        [
+            NewTurn(org, NS, "th-c", "B", "m", "user", bob, user_id="u-bob"),
+            NewTurn(org, NS, "th-c", "B", "N", "assistant", "noted, thanks for telling me"),
+        ],
+    )
+    assert context_state(pool, org, "th-c")["N"] == (None, True)
+
+
+def test_a_context_read_before_the_row_was_taken_over_is_not_kept(t, deps, pool, org, embedder):
+    """GIVEN turn m logged by agent A while the embedder fails (a row of A's words with no
+    vector), and turn N recorded after it (its context to be read after A's words)
+    WHEN agent B's vector takes m's row over with other words before N's vector is written
+    THEN N's context vector is its own vector, not one read after words m's row no longer
+    holds."""
+    model = embedder.name
+    t.append("th-t", "we are planning the garden", msg_id="p0", agent="A")
+    a_words = f"agent one says {word()} about the plan"
+    embedder.failing = True
+    try:
+        t.append("th-t", a_words, msg_id="m", agent="A")
+    finally:
+        embedder.failing = False
+    b = NewTurn(org, NS, "th-t", "B", "m", "user", "agent two logs another text for m")
+    stored_b = insert_turns(pool, [b], model)
+    n = NewTurn(org, NS, "th-t", "B", "N", "assistant", "noted, thanks")
+    stored_n = insert_turns(pool, [n], model)
+    assert stored_b.ts and stored_n.ts and stored_n.before == ("m", a_words)
+    vector = embedder.embed_documents([b.content])[0]
+    write_embeddings(pool, model, [TurnVector(b, stored_b.ts["m"], b.content, vector, None)])
+    turn_writer._embed(deps, [n], dict(stored_n.ts), stored_n)
+    assert context_state(pool, org, "th-t")["N"] == (None, True)
 
 
 def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool, org, embedder):

@@ -48,7 +48,9 @@ def advance(conn: Connection, name: str, guard: str, position: Position | None, 
 def indexed_after(conn: Connection, position: Position | None, limit: int) -> list[dict[str, Any]]:
     """Live embedding rows after `position` in primary-key order, with the text they index
     and, when the message it came from is longer (a turn past 2,048 characters), the whole
-    message (`content`, else NULL): a high shape past the indexed part withdraws it too."""
+    message (`content`, else NULL): a high shape past the indexed part withdraws it too; and,
+    for a row whose context vector was read after another row, that row's text
+    (`read_after`, else NULL)."""
     after = "" if position is None else f" AND ({_E_KEY}) > (%s, %s, %s, %s, %s)"
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
@@ -56,7 +58,11 @@ def indexed_after(conn: Connection, position: Position | None, limit: int) -> li
             " (SELECT c.content FROM loom.conversations c WHERE c.org = e.org"
             "  AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
             "  AND c.msg_id = e.msg_id AND c.agent = e.agent AND c.tombstoned_at IS NULL"
-            "  AND length(c.content) > length(e.text) LIMIT 1) AS content"
+            "  AND length(c.content) > length(e.text) LIMIT 1) AS content,"
+            " e.context_of, (SELECT b.text FROM loom.conversation_embeddings b"
+            "  WHERE b.org = e.org AND b.namespace = e.namespace AND b.thread_id = e.thread_id"
+            "  AND b.msg_id = e.context_of AND b.model = e.model AND b.tombstoned_at IS NULL)"
+            "  AS read_after"
             f" FROM loom.conversation_embeddings e WHERE e.tombstoned_at IS NULL{after}"
             f" ORDER BY {_E_KEY} LIMIT %s",
             (*(position or ()), limit),
@@ -85,3 +91,23 @@ def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
         for namespace, thread_id in sorted(by_org[org]):
             rewrite_thread_windows(conn, org, namespace, thread_id)
     return withdrawn
+
+
+def drop_contexts(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """Give these rows their own vector as context, each if its context is still the one read
+    after the row named (`context_of`), under their threads' leases; returns the rows changed."""
+    by_org: dict[str, set[tuple[str, str]]] = {}
+    for r in rows:
+        by_org.setdefault(r["org"], set()).add((r["namespace"], r["thread_id"]))
+    for org in sorted(by_org):
+        take_thread_leases(conn, org, sorted(by_org[org]))
+    return conn.execute(
+        "UPDATE loom.conversation_embeddings e SET context_embedding = e.embedding,"
+        " context_of = NULL"
+        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
+        "  AS r(org, namespace, thread_id, msg_id, model, context_of)"
+        " WHERE (e.org, e.namespace, e.thread_id, e.msg_id, e.model)"
+        "  = (r.org, r.namespace, r.thread_id, r.msg_id, r.model)"
+        " AND e.context_of = r.context_of AND e.tombstoned_at IS NULL",
+        [[r[k] for r in rows] for k in (*_KEY_COLUMNS, "context_of")],
+    ).rowcount

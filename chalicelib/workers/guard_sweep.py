@@ -5,12 +5,15 @@ today. Every search hit is checked with today's guard, but such a row's text wou
 in the windows of the turns around it (found by its words) and in the context vector of the
 turn after it. Once for each guard (a fingerprint of its source), this reads every live
 embedding row, tombstones those that read as high (the turn itself stays, as written) and
-rewrites the windows and context vectors of their threads.
+rewrites the windows and context vectors of their threads. A context vector whose pair of
+texts reads as high (a shape the two turns make together, which today's append never sends)
+gives way to its turn's own vector.
 """
 
 from __future__ import annotations
 
 from chalicelib.deps import Deps
+from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import EMBED_CHARS
 from chalicelib.sensitivity import embedded_reads_as_high, guard_fingerprint, reads_as_high
 from chalicelib.store import guard_sweeps as store
@@ -25,7 +28,7 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
     guard = guard_fingerprint()
     with deps.pool.connection() as conn:
         position, done = store.sweep_position(conn, NAME, guard)
-    checked = withdrawn = 0
+    checked = withdrawn = contexts = 0
     for _ in range(BATCHES_PER_PASS):
         if done:
             break
@@ -39,12 +42,22 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
             if reads_as_high(r["text"])
             or (r["content"] is not None and embedded_reads_as_high(r["content"], EMBED_CHARS))
         ]
+        withdrawing = {id(r) for r in high}
+        paired = [
+            r
+            for r in rows
+            if id(r) not in withdrawing
+            and r["read_after"] is not None
+            and reads_as_high(context_text(r["read_after"], r["text"]))
+        ]
         if rows:
             position = store.position_of(rows[-1])
         done = len(rows) < BATCH
         with deps.pool.connection() as conn:
             if high:
                 withdrawn += store.withdraw_indexed(conn, high)
+            if paired:
+                contexts += store.drop_contexts(conn, paired)
             store.advance(conn, NAME, guard, position, done)
         checked += len(rows)
-    return {"checked": checked, "withdrawn": withdrawn, "done": int(done)}
+    return {"checked": checked, "withdrawn": withdrawn, "contexts": contexts, "done": int(done)}

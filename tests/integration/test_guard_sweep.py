@@ -69,7 +69,12 @@ def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, 
     assert windows_holding(pool, w, org, live_only=True) == []
     assert hits(t, w, "lexical") == []
     assert context_state(pool, org, "th-s")["N0"] == (None, True)
-    assert guard_sweep.sweep_indexed_text(deps) == {"checked": 0, "withdrawn": 0, "done": 1}
+    assert guard_sweep.sweep_indexed_text(deps) == {
+        "checked": 0,
+        "withdrawn": 0,
+        "contexts": 0,
+        "done": 1,
+    }
 
 
 def _sweep_to_the_end(deps) -> int:
@@ -79,6 +84,29 @@ def _sweep_to_the_end(deps) -> int:
         checked += out["checked"]
         if out["done"]:
             return checked
+
+
+def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(
+    t, deps, pool, org, monkeypatch
+):
+    """GIVEN turns p1 "...the card PIN is" and p2 "7392", appended while the guard did not read
+    their pair as high, so p2's context vector was read after p1
+    WHEN the guard sweep runs with today's guard, which reads the pair as high
+    THEN p2's context vector is its own vector; both turns keep their rows and vectors."""
+    from chalicelib.ops import turn_writer
+
+    t.append("th-p", "we set up the new debit card", msg_id="p0")
+    monkeypatch.setattr(turn_writer, "reads_as_high", lambda text: False)
+    t.append("th-p", "ok, and the card PIN is", msg_id="p1")
+    t.append("th-p", "7392", msg_id="p2")
+    monkeypatch.undo()
+    assert reads_as_high(turn_writer.context_text("ok, and the card PIN is", "7392"))
+    assert context_state(pool, org, "th-p")["p2"] == ("p1", False)
+
+    out = guard_sweep.sweep_indexed_text(deps)
+    assert (out["contexts"], out["withdrawn"]) == (1, 0)
+    state = context_state(pool, org, "th-p")
+    assert state["p2"] == (None, True) and set(state) == {"p0", "p1", "p2"}
 
 
 def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
@@ -111,7 +139,12 @@ def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
     monkeypatch.setattr(guard_sweep, "BATCH", 2000)
     monkeypatch.setattr(guard_sweep, "BATCHES_PER_PASS", 50)
     _sweep_to_the_end(deps)
-    assert guard_sweep.sweep_indexed_text(deps) == {"checked": 0, "withdrawn": 0, "done": 1}
+    assert guard_sweep.sweep_indexed_text(deps) == {
+        "checked": 0,
+        "withdrawn": 0,
+        "contexts": 0,
+        "done": 1,
+    }
     monkeypatch.setattr(guard_sweep, "guard_fingerprint", lambda: "another guard")
     assert _sweep_to_the_end(deps) >= 3
 

@@ -111,8 +111,7 @@ def _parse_json(text: str) -> list[tuple[str, str]]:
         role = str(item.get("role", "")).lower()
         if role not in ROLES:
             raise TranscriptError(f"item {i} has role {item.get('role')!r}; use one of {ROLES}")
-        if item["content"].strip():  # a turn with no text is no turn, as in the other formats
-            turns.append((role, item["content"]))
+        turns.append((role, item["content"]))
     return turns
 
 

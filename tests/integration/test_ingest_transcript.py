@@ -55,38 +55,6 @@ def test_bad_files_are_refused_with_a_reason():
             parse_transcript(text)
 
 
-@pytest.mark.parametrize(
-    "name, text",
-    [
-        ("blank.md", "# user\n\n# assistant\n   \n"),
-        ("blank.json", json.dumps([{"role": "user", "content": ""}, {"role": "assistant",
-                                   "content": " \n "}])),
-        ("blank.jsonl", '{"role": "user", "content": ""}\n{"role": "assistant", "content": " "}\n'),
-    ],
-)  # fmt: skip
-def test_a_file_of_blank_turns_is_refused_in_every_format(
-    cli_env, pool, org, tmp_path, capsys, name, text
-):
-    """GIVEN a recording namespace and a transcript whose turns hold no text (Markdown, a JSON
-    array, JSON Lines)
-    WHEN it is ingested THEN the command refuses it (exit 2, saying so) and appends nothing."""
-    with pool.connection() as conn:
-        set_conversation_logging(conn, org, "ns-blank", True)
-    path = tmp_path / name
-    path.write_text(text)
-    code = cli.main(["ingest-transcript", "--namespace", "ns-blank", "--file", str(path)])
-    assert code == 2
-    assert "no turns with text" in capsys.readouterr().err
-    assert _turn_count(pool, org, "ns-blank") == (0, 0)
-
-
-def test_blank_turns_among_others_are_left_out_of_a_json_array():
-    text = json.dumps(
-        [{"role": "user", "content": "  "}, {"role": "assistant", "content": " kept as sent "}]
-    )
-    assert parse_transcript(text) == [("assistant", " kept as sent ")]
-
-
 def test_a_heading_inside_a_code_fence_is_the_turns_text():
     """GIVEN an assistant turn whose fenced code block holds a `# System` comment line
     WHEN the Markdown transcript is read THEN the fence stays in the assistant's turn."""

@@ -227,7 +227,8 @@ _INSERT_VECTOR = (
     " CROSS JOIN LATERAL (SELECT %(context_of)s::text IS NULL OR EXISTS (SELECT 1"
     "  FROM loom.conversation_embeddings p WHERE p.org = c.org AND p.namespace = c.namespace"
     "  AND p.thread_id = c.thread_id AND p.msg_id = %(context_of)s AND p.model = %(model)s"
-    "  AND p.tombstoned_at IS NULL AND p.text = %(read_after)s) AS kept) k"
+    # (the row's text is where it was read from: an earlier build's row keeps its start).
+    "  AND p.tombstoned_at IS NULL AND starts_with(%(read_after)s, p.text)) AS kept) k"
     # The window as it stands (no turn after it yet), written with the row.
     " CROSS JOIN LATERAL (SELECT loom.turn_window(c.ts, b.texts[2], b.texts[1], %(text)s, NULL)"
     "  AS doc"
@@ -289,7 +290,8 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
     ]
     first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
     scope = (first.turn.org, first.turn.namespace, first.turn.thread_id, model)
-    note_moving_rows(conn, *scope, [i.turn.msg_id for i in items], vectorless_only=True)
+    writes = [(i.turn.msg_id, i.ts, i.text) for i in items]
+    note_moving_rows(conn, *scope, writes, vectorless_only=True)
     cur = conn.cursor()
     cur.executemany(_INSERT_VECTOR, params, returning=True)
     rewrite_windows_from(conn, *scope, first.ts, first.turn.msg_id)

@@ -143,7 +143,7 @@ def flag_embedding(
             turn.namespace,
             turn.thread_id,
             model,
-            [turn.msg_id],
+            [(turn.msg_id, ts, text)],
             vectorless_only=False,
         )
         conn.execute(

@@ -63,15 +63,21 @@ _REWRITE = (
 
 
 _NOTE_MOVING = (
-    "WITH moving AS MATERIALIZED (SELECT ts, msg_id FROM loom.conversation_embeddings"
-    "  WHERE org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s"
-    "  AND model = %(model)s AND msg_id = ANY(%(ids)s) AND tombstoned_at IS NULL"
-    "  AND (NOT %(vectorless)s OR embedding IS NULL)),"
-    # A context vector read after a moving row's text falls back to its turn's own vector.
+    # The live rows of these msg_ids the writes will put at another time or give other text.
+    "WITH moving AS MATERIALIZED (SELECT e.ts, e.msg_id, e.text IS DISTINCT FROM n.text"
+    "  AS retexted FROM loom.conversation_embeddings e"
+    "  JOIN unnest(%(ids)s::text[], %(ts)s::timestamptz[], %(texts)s::text[]) AS n(msg_id, ts,"
+    "   text) ON e.msg_id = n.msg_id"
+    "  WHERE e.org = %(org)s AND e.namespace = %(ns)s AND e.thread_id = %(thread)s"
+    "  AND e.model = %(model)s AND e.tombstoned_at IS NULL"
+    "  AND (NOT %(vectorless)s OR e.embedding IS NULL)"
+    "  AND (e.ts, e.text) IS DISTINCT FROM (n.ts, n.text)),"
+    # A context vector read after a row's text that changes falls back to its turn's own
+    # vector (one read after a row that only moves is the rewrite's to judge).
     " reread AS (UPDATE loom.conversation_embeddings e SET context_embedding = e.embedding,"
-    "  context_of = NULL WHERE (SELECT count(*) FROM moving) > 0"
+    "  context_of = NULL WHERE (SELECT count(*) FROM moving WHERE retexted) > 0"
     "  AND e.org = %(org)s AND e.namespace = %(ns)s AND e.thread_id = %(thread)s"
-    "  AND e.model = %(model)s AND e.context_of IN (SELECT msg_id FROM moving)"
+    "  AND e.model = %(model)s AND e.context_of IN (SELECT msg_id FROM moving WHERE retexted)"
     "  AND e.tombstoned_at IS NULL)"
     " SELECT set_config('" + _MOVED_FROM + "', coalesce((SELECT min(ts) FROM moving)::text, ''),"
     "  true)"
@@ -84,20 +90,23 @@ def note_moving_rows(
     namespace: str,
     thread_id: str,
     model: str,
-    msg_ids: list[str],
+    writes: list[tuple[str, datetime, str]],
     *,
     vectorless_only: bool,
 ) -> None:
-    """Before this transaction writes rows of these msg_ids over (moving them to their new
-    time), note where the earliest live one stands (only those with no vector when
-    `vectorless_only`: the ones a vector write takes over): the window rewrite that follows
-    starts no later. Context vectors read after them fall back to their turn's own."""
+    """Before this transaction writes rows over (each `writes` item: msg_id, the time and the
+    text it writes), note where the earliest live row that moves or changes text stands (only
+    rows with no vector when `vectorless_only`: the ones a vector write takes over): the
+    window rewrite that follows starts no later. Context vectors read after a row whose text
+    changes fall back to their turn's own."""
     params = {
         "org": org,
         "ns": namespace,
         "thread": thread_id,
         "model": model,
-        "ids": msg_ids,
+        "ids": [w[0] for w in writes],
+        "ts": [w[1] for w in writes],
+        "texts": [w[2] for w in writes],
         "vectorless": vectorless_only,
     }
     conn.execute(_NOTE_MOVING, params)

@@ -594,6 +594,50 @@ def test_a_context_is_never_read_after_words_the_row_before_does_not_hold(t, dep
     assert context_state(pool, org, "th-c")["N"] == (None, True)
 
 
+def test_a_context_read_after_a_copy_of_the_words_an_earlier_row_cut_short_is_kept(
+    t, deps, pool, org
+):
+    """GIVEN turn m of 720 characters logged by agent A, its row holding only its first 240
+    (as an earlier build cut it)
+    WHEN agent B records, in one batch, its copy of m (the same words) and then turn N
+    THEN N's context vector is the one read after m: the row holds the start of those words."""
+    long = "the long turn about the garden plan " * 20
+    t.append("th-k", "we are planning", msg_id="p0", agent="A")
+    t.append("th-k", long, msg_id="m", agent="A")
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.conversation_embeddings SET text = left(text, 240)"
+            " WHERE org = %s AND msg_id = 'm'",
+            (org,),
+        )
+    record_turns(
+        deps,
+        [
+            NewTurn(org, NS, "th-k", "B", "m", "user", long),
+            NewTurn(org, NS, "th-k", "B", "N", "assistant", "noted, thanks for the plan"),
+        ],
+    )
+    assert context_state(pool, org, "th-k")["N"] == ("m", False)
+
+
+def test_saving_a_turn_whose_embed_failed_keeps_the_next_turns_context(t, pool, org, embedder):
+    """GIVEN turn m appended while the embedder failed (a row with no vector at its place),
+    then turn N, whose context vector is read after m
+    WHEN a user saves m with the same words (embedding it in place)
+    THEN N's context vector is still the one read after m: m's row neither moved nor changed
+    its text."""
+    t.append("th-v", "we are planning", msg_id="p0")
+    embedder.failing = True
+    try:
+        t.append("th-v", "the message worth keeping", msg_id="m")
+    finally:
+        embedder.failing = False
+    t.append("th-v", "noted, thanks", msg_id="N", role="assistant")
+    assert context_state(pool, org, "th-v")["N"] == ("m", False)
+    assert save(t, "th-v", "m", "the message worth keeping")["indexed"] is True
+    assert context_state(pool, org, "th-v")["N"] == ("m", False)
+
+
 def test_a_context_read_before_the_row_was_taken_over_is_not_kept(t, deps, pool, org, embedder):
     """GIVEN turn m logged by agent A while the embedder fails (a row of A's words with no
     vector), and turn N recorded after it (its context to be read after A's words)

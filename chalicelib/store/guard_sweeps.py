@@ -69,15 +69,21 @@ def indexed_after(conn: Connection, position: Position | None, limit: int) -> li
         ).fetchall()
 
 
-def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
-    """Tombstone these embedding rows, each if it still holds the text read, under their
-    threads' leases (another copy's vector may have taken a row over meanwhile), and rewrite
-    the windows and context vectors of their threads; returns the rows withdrawn."""
+def _lease_threads(conn: Connection, rows: list[dict[str, Any]]) -> dict[str, set[tuple[str, str]]]:
+    """Take the leases of these rows' threads, in one order; returns each org's threads."""
     by_org: dict[str, set[tuple[str, str]]] = {}
     for r in rows:
         by_org.setdefault(r["org"], set()).add((r["namespace"], r["thread_id"]))
     for org in sorted(by_org):
         take_thread_leases(conn, org, sorted(by_org[org]))
+    return by_org
+
+
+def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
+    """Tombstone these embedding rows, each if it still holds the text read, under their
+    threads' leases (another copy's vector may have taken a row over meanwhile), and rewrite
+    the windows and context vectors of their threads; returns the rows withdrawn."""
+    by_org = _lease_threads(conn, rows)
     withdrawn = conn.execute(
         "UPDATE loom.conversation_embeddings e SET tombstoned_at = clock_timestamp()"
         " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
@@ -96,11 +102,7 @@ def withdraw_indexed(conn: Connection, rows: list[dict[str, Any]]) -> int:
 def drop_contexts(conn: Connection, rows: list[dict[str, Any]]) -> int:
     """Give these rows their own vector as context, each if its context is still the one read
     after the row named (`context_of`), under their threads' leases; returns the rows changed."""
-    by_org: dict[str, set[tuple[str, str]]] = {}
-    for r in rows:
-        by_org.setdefault(r["org"], set()).add((r["namespace"], r["thread_id"]))
-    for org in sorted(by_org):
-        take_thread_leases(conn, org, sorted(by_org[org]))
+    _lease_threads(conn, rows)
     return conn.execute(
         "UPDATE loom.conversation_embeddings e SET context_embedding = e.embedding,"
         " context_of = NULL"

@@ -34,22 +34,15 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
             break
         with deps.pool.connection() as conn:
             rows = store.indexed_after(conn, position, BATCH)
-        # The indexed text, and the whole message it was cut from: a turn is never indexed
-        # when any of it reads as high (an earlier guard may have read only the cut).
-        high = [
-            r
-            for r in rows
-            if reads_as_high(r["text"])
-            or (r["content"] is not None and embedded_reads_as_high(r["content"], EMBED_CHARS))
-        ]
-        withdrawing = {id(r) for r in high}
-        paired = [
-            r
-            for r in rows
-            if id(r) not in withdrawing
-            and r["read_after"] is not None
-            and reads_as_high(context_text(r["read_after"], r["text"]))
-        ]
+        high: list[dict] = []  # withdrawn: the row's own text reads as high
+        paired: list[dict] = []  # their context gives way: the pair it was read from does
+        for r in rows:
+            if _indexed_reads_as_high(r):
+                high.append(r)
+            elif r["read_after"] is not None and reads_as_high(
+                context_text(r["read_after"], r["text"])
+            ):
+                paired.append(r)
         if rows:
             position = store.position_of(rows[-1])
         done = len(rows) < BATCH
@@ -61,3 +54,12 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
             store.advance(conn, NAME, guard, position, done)
         checked += len(rows)
     return {"checked": checked, "withdrawn": withdrawn, "contexts": contexts, "done": int(done)}
+
+
+def _indexed_reads_as_high(row: dict) -> bool:
+    """The indexed text, or the whole message it was cut from: a turn is never indexed when
+    any of it reads as high (an earlier guard may have read only the cut)."""
+    content = row["content"]
+    return reads_as_high(row["text"]) or (
+        content is not None and embedded_reads_as_high(content, EMBED_CHARS)
+    )

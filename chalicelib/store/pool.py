@@ -28,6 +28,10 @@ def _configure(conn: psycopg.Connection, lock_timeout_ms: int) -> None:
     # Tenants differ by orders of magnitude: plan each execution for its own parameters
     # rather than reuse one generic plan (a small tenant's plan scans a big one's rows).
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    # A scan of a large table otherwise starts where another one left off: a statement that
+    # reads the first rows matching (a search's sample of a common word's windows) would read
+    # other rows each time, and answer the same query otherwise.
+    conn.execute("SET synchronize_seqscans = off")
     conn.autocommit = False
 
 

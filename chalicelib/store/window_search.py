@@ -155,16 +155,21 @@ _RANK_ZETA2 = "1.64493406685"
 
 @functools.cache
 def _score_query(
-    shape: tuple[str, ...], n_terms: int, dim: int | None = None, fallbacks: int = 0
+    shape: tuple[str, ...],
+    n_terms: int,
+    dim: int | None = None,
+    fallbacks: int = 0,
 ) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
-    # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once.
+    # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once and
+    # (k1 + 1) taken out of the sum. The candidate's norm is a column of its own: written into
+    # each term's weight, it made a statement the planner took longer over than it ran.
     bm25 = sql.SQL(" + ").join(
         sql.SQL(
-            "(%(idf)s::float8[])[{i}] * ({k1} + 1) * (1 - n.norm / (n.norm + floor(1 / ({zeta2}"
+            "(%(idf)s::float8[])[{i}] * (1 - c.norm / (c.norm + floor(1 / ({zeta2}"
             " * (1 - ts_rank('{{1,1,1,1}}', c.mine, (%(lexemes)s::tsquery[])[{i}], 0))))))"
-        ).format(i=sql.Literal(i), k1=sql.Literal(BM25_K1), zeta2=sql.SQL(_RANK_ZETA2))
+        ).format(i=sql.Literal(i), zeta2=sql.SQL(_RANK_ZETA2))
         for i in range(1, n_terms + 1)
     )
     # The candidates: windows matching the gather query, or, when none does, the first of the
@@ -177,7 +182,8 @@ def _score_query(
             # their positions, are what every term's ts_rank reads.
             "cand{i} AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id,"
             "  ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
-            "  e.window_len FROM loom.conversation_embeddings e WHERE {none_yet}{where}"
+            "  {k1}::float8 * (1 - {b} + {b} * e.window_len / %(avgdl)s) AS norm"
+            "  FROM loom.conversation_embeddings e WHERE {none_yet}{where}"
             "  AND {indexed} AND e.window_tsv @@ {gather} LIMIT {budget})"
         ).format(
             i=sql.Literal(i),
@@ -189,6 +195,8 @@ def _score_query(
             where=scope_where("e", shape),
             indexed=_indexed(),
             gather=gather,
+            k1=sql.Literal(BM25_K1),
+            b=sql.Literal(BM25_B),
         )
         for i, gather in enumerate(gathers)
     )
@@ -198,9 +206,8 @@ def _score_query(
     return (
         sql.SQL(
             "WITH {steps}, cand AS ({cand}),"
-            " scored AS (SELECT c.rid, c.msg_id, c.mine, {bm25} AS score FROM cand c"
-            "  CROSS JOIN LATERAL (SELECT {k1} * (1 - {b} + {b} * c.window_len / %(avgdl)s)"
-            "  AS norm) n ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
+            " scored AS (SELECT c.rid, c.msg_id, c.mine, ({k1} + 1) * ({bm25}) AS score"
+            "  FROM cand c ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
             " SELECT e2.msg_id, e2.thread_id, e2.namespace, e2.agent, e2.role, e2.user_id,"
             " e2.run_id, e2.ts, e2.text, sc.score, tsvector_to_array(sc.mine) AS terms{vectors}"
             " FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
@@ -210,7 +217,6 @@ def _score_query(
             steps=steps,
             cand=cand,
             k1=sql.Literal(BM25_K1),
-            b=sql.Literal(BM25_B),
             bm25=bm25,
             vectors=vectors,
         )
@@ -244,7 +250,8 @@ def read_window_hits(
         None if query_vec is None else len(query_vec),
         len(params["fallbacks"]),
     )
-    with conn.cursor(row_factory=dict_row) as cur:
+    # Read in binary: each hit's lexemes (an array) and time load without parsing text.
+    with conn.cursor(row_factory=dict_row, binary=True) as cur:
         return cur.execute(query, params).fetchall()
 
 

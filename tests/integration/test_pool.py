@@ -181,3 +181,33 @@ def test_an_append_behind_an_index_build_waits_for_it_and_is_indexed(api, deps, 
             (org,),
         ).fetchone()
     assert row == (True,)
+
+
+def test_a_pooled_scan_starts_at_the_first_row_while_another_scan_is_half_way(
+    one_connection, database_url
+):
+    """GIVEN a table larger than a quarter of the server's buffers (where PostgreSQL lets a
+    sequential scan join one already running), and a scan of it half way through
+    WHEN a pooled connection reads the first row a sequential scan meets (as a search's sample
+    of the windows holding a word reads the first it meets)
+    THEN it reads the table's first row, every time, not the row the other scan has reached."""
+    with psycopg.connect(database_url, autocommit=True) as other:
+        buffers = other.execute(
+            "SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'"
+        ).fetchone()[0]
+        rows = int(buffers / 4 / 120 * 1.5)  # about 120 bytes a row: half again the size
+        other.execute("DROP TABLE IF EXISTS public.scan_start")
+        other.execute(
+            "CREATE TABLE public.scan_start AS"
+            " SELECT g AS id, repeat('x', 80) AS pad FROM generate_series(1, %s) g",
+            (rows,),
+        )
+        try:
+            with other.transaction():
+                other.execute("DECLARE half NO SCROLL CURSOR FOR SELECT id FROM public.scan_start")
+                other.execute(f"MOVE {rows // 2} FROM half")
+                with one_connection.connection() as conn:
+                    first = conn.execute("SELECT id FROM public.scan_start LIMIT 1").fetchone()[0]
+        finally:
+            other.execute("DROP TABLE public.scan_start")
+    assert first == 1

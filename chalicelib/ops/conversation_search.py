@@ -41,7 +41,7 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
 
 
 SearchMode = Literal["semantic", "lexical", "hybrid"]
-LEG_DEPTH = 60  # each leg's hits fused in hybrid mode (top_k when larger)
+LEG_DEPTH = 30  # each leg's hits fused in hybrid mode (top_k when larger)
 VECTOR_LEG_WEIGHT = 0.5  # each of the turn's two vector rankings in the fusion; BM25 weighs 1
 HitKey = tuple[str, str, str]
 

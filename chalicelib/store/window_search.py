@@ -155,10 +155,7 @@ _RANK_ZETA2 = "1.64493406685"
 
 @functools.cache
 def _score_query(
-    shape: tuple[str, ...],
-    n_terms: int,
-    dim: int | None = None,
-    fallbacks: int = 0,
+    shape: tuple[str, ...], n_terms: int, dim: int | None = None, fallbacks: int = 0
 ) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")

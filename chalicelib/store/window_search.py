@@ -160,8 +160,8 @@ def _score_query(
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
     # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once and
-    # (k1 + 1) taken out of the sum. The candidate's norm is a column of its own: written into
-    # each term's weight, it made a statement the planner took longer over than it ran.
+    # (k1 + 1) taken out of the sum. The candidate's norm is a column of its own, computed as
+    # it is read: a subquery beside the sum was folded into it, twice in each term's weight.
     bm25 = sql.SQL(" + ").join(
         sql.SQL(
             "(%(idf)s::float8[])[{i}] * (1 - c.norm / (c.norm + floor(1 / ({zeta2}"

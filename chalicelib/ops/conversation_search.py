@@ -41,7 +41,10 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
 
 
 SearchMode = Literal["semantic", "lexical", "hybrid"]
-LEG_DEPTH = 30  # each leg's hits fused in hybrid mode (top_k when larger)
+# The turns each leg hands hybrid's fusion (top_k when larger); BM25's also bound the lexical
+# mode's read, whose hits beyond top_k stand in for any the guard drops.
+VECTOR_LEG_DEPTH = 20
+BM25_LEG_DEPTH = 15
 VECTOR_LEG_WEIGHT = 0.5  # each of the turn's two vector rankings in the fusion; BM25 weighs 1
 HitKey = tuple[str, str, str]
 
@@ -62,9 +65,10 @@ def search_turns(
     excerpt_chars = ctx.live().conversation_search_excerpt_chars
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
-    depth = max(LEG_DEPTH, top_k)
+    depth, bm25_depth = max(VECTOR_LEG_DEPTH, top_k), max(BM25_LEG_DEPTH, top_k)
     if mode == "lexical":
-        return _fuse(None, _lexical_rows(ctx, filt, query, depth), 1.0, top_k, excerpt_chars)
+        lexical = _lexical_rows(ctx, filt, query, bm25_depth)
+        return _fuse(None, lexical, 1.0, top_k, excerpt_chars)
     # The vector leg beside, embedding the query first; the lexical leg here reads its
     # statistics meanwhile, then its hits with their similarities once the vector is known.
     embedded: Future[np.ndarray | None] = Future()
@@ -82,10 +86,10 @@ def search_turns(
 
     vector_rows = beside(vector_leg)
     # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.
-    lexical = _lexical_rows(ctx, filt, query, depth, embedded.result) if lexical_weight else []
+    lexical = _lexical_rows(ctx, filt, query, bm25_depth, embedded.result) if lexical_weight else []
     vectors = vector_rows.result()
     if vectors is None and not lexical_weight:  # the embedder failed: BM25 answers alone
-        lexical = _lexical_rows(ctx, filt, query, depth)
+        lexical = _lexical_rows(ctx, filt, query, bm25_depth)
     return _fuse(vectors, lexical, lexical_weight, top_k, excerpt_chars)
 
 

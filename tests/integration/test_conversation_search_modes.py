@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from chalicelib.ops import turn_writer
-from chalicelib.ops.conversation_search import LEG_DEPTH
+from chalicelib.ops.conversation_search import VECTOR_LEG_DEPTH
 from chalicelib.ops.turn_writer import record_turns
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
@@ -884,8 +884,8 @@ def _fused(legs: list[tuple[list[str], float]]) -> list[tuple[str, float]]:
 
 
 def _hybrid(pool, org: str, query: str, lexical: list[str], weight: float):
-    """The hybrid ranking as decision 0013 states it: the LEG_DEPTH turns nearest the blend of
-    both vectors, with the BM25 hits (none at weight 0), ranked by each vector (weight 0.5
+    """The hybrid ranking as decision 0013 states it: the VECTOR_LEG_DEPTH turns nearest the
+    blend of both vectors, with the BM25 hits (none at weight 0), ranked by each vector (weight 0.5
     each) and fused with BM25's ranking (the weight) by reciprocal rank; [(msg_id, score)]
     best first."""
     q = FakeEmbedder().embed_query(query)
@@ -894,7 +894,7 @@ def _hybrid(pool, org: str, query: str, lexical: list[str], weight: float):
     def cos(v: np.ndarray) -> float:
         return float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))
 
-    blend = _ranked({m: cos(v + c) for m, (v, c) in vectors.items()})[:LEG_DEPTH]
+    blend = _ranked({m: cos(v + c) for m, (v, c) in vectors.items()})[:VECTOR_LEG_DEPTH]
     found = set(blend) | (set(lexical) if weight else set())  # weight 0: no BM25 read
     own = _ranked({m: cos(vectors[m][0]) for m in found})
     in_context = _ranked({m: cos(vectors[m][1]) for m in found})
@@ -938,9 +938,9 @@ def test_lexical_weight_scales_the_bm25_leg_of_the_fusion(t, pool, org):
 
 
 def test_a_turn_bm25_finds_beyond_the_vector_legs_depth_is_ranked_by_both_its_vectors(t, pool, org):
-    """GIVEN a turn holding a rare word, and more turns than the vector leg reads (LEG_DEPTH)
-    that are each nearer the query's vector (they repeat its stop word) but hold no query
-    word BM25 counts
+    """GIVEN a turn holding a rare word, and more turns than the vector leg reads
+    (VECTOR_LEG_DEPTH) that are each nearer the query's vector (they repeat its stop word) but
+    hold no query word BM25 counts
     WHEN hybrid search asks for the rare word and the stop word
     THEN the rare turn (outside the vector leg's reach, found by BM25 alone) still carries
     its own vector's similarity, and its score is its BM25 rank's plus its ranks by its own
@@ -948,22 +948,23 @@ def test_a_turn_bm25_finds_beyond_the_vector_legs_depth_is_ranked_by_both_its_ve
     """
     w = word()
     t.append("th-rare", f"{w} shipment arrived", msg_id="rare")
-    for n in range(LEG_DEPTH + 10):
+    for n in range(VECTOR_LEG_DEPTH + 10):
         t.append(f"th-f{n % 7}", f"the the the filler {n}", msg_id=f"f{n:02d}")
     query = f"{w} the the"
     vectors = _vectors(pool, org)
     q = FakeEmbedder().embed_query(query)
     blend = {m: float((v + c) @ q / np.linalg.norm(v + c)) for m, (v, c) in vectors.items()}
-    assert "rare" not in _ranked(blend)[:LEG_DEPTH]  # beyond the vector leg's depth
+    assert "rare" not in _ranked(blend)[:VECTOR_LEG_DEPTH]  # beyond the vector leg's depth
 
     lexical = ids(hits(t, query, "lexical"))
     assert lexical == ["rare"]
-    found = {h["msg_id"]: h for h in hits(t, query, "hybrid", top_k=10)}  # depth LEG_DEPTH
+    found = {h["msg_id"]: h for h in hits(t, query, "hybrid", top_k=10)}  # VECTOR_LEG_DEPTH
     assert found["rare"]["similarity"] == pytest.approx(float(vectors["rare"][0] @ q), abs=1e-5)
     expected = dict(_hybrid(pool, org, query, lexical, 1.0))
     # Every turn the vector leg read is nearer by both vectors: the rare one ranks after them.
     assert found["rare"]["score"] == pytest.approx(expected["rare"])
-    assert expected["rare"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + LEG_DEPTH + 1))
+    beyond = 1 / (RRF_K + VECTOR_LEG_DEPTH + 1)  # ranked after every turn the vector leg read
+    assert expected["rare"] == pytest.approx(1 / (RRF_K + 1) + beyond)
     assert found["rare"]["score"] > 1.0 / (RRF_K + 1)  # more than its BM25 rank alone
 
 

@@ -39,7 +39,9 @@ from chalicelib.store.conversation_search import (
 BM25_K1 = 1.2
 BM25_B = 0.75
 SAMPLE_ROWS = 5000
-LARGE_SAMPLE_ROWS = 500  # a scope known to be large estimates its common terms from these
+# A scope known to be large estimates its common terms from these: at 2,000 rather than 500,
+# fewer of a query's new words look rare in the sample and are counted through the index.
+LARGE_SAMPLE_ROWS = 2000
 RARE_DF = 500  # a term in fewer windows than this (or 0.5% of a scope, at least 100) is rare
 RARE_DF_MIN = 100
 RARE_SHARE = 0.005

@@ -65,10 +65,11 @@ def search_turns(
     excerpt_chars = ctx.live().conversation_search_excerpt_chars
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
-    depth, bm25_depth = max(VECTOR_LEG_DEPTH, top_k), max(BM25_LEG_DEPTH, top_k)
+    bm25_depth = max(BM25_LEG_DEPTH, top_k)
     if mode == "lexical":
         lexical = _lexical_rows(ctx, filt, query, bm25_depth)
         return _fuse(None, lexical, 1.0, top_k, excerpt_chars)
+    vector_depth = max(VECTOR_LEG_DEPTH, top_k)
     # The vector leg beside, embedding the query first; the lexical leg here reads its
     # statistics meanwhile, then its hits with their similarities once the vector is known.
     embedded: Future[np.ndarray | None] = Future()
@@ -82,7 +83,7 @@ def search_turns(
         finally:
             embedded.set_result(query_vec)
         with read_connection(ctx.deps.pool) as conn:
-            return _vector_rows(ctx, conn, filt, query_vec, depth, "blend")
+            return _vector_rows(ctx, conn, filt, query_vec, vector_depth, "blend")
 
     vector_rows = beside(vector_leg)
     # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.

@@ -1151,6 +1151,38 @@ def test_a_large_scopes_common_words_are_counted_on_a_sample_spread_over_it(
     window_search._stats.clear()
 
 
+def test_a_large_scope_counts_through_the_index_only_the_words_its_sample_cannot_say(
+    t, corpus, pool, monkeypatch
+):
+    """GIVEN 200 indexed turns, a rare word in the four windows of t07-3 to t07-6, on the
+    large-scope path with a sample of every page (LARGE_SAMPLE_ROWS 200, SPREAD_MIN_SHARE 0:
+    the sample's estimates are the counts)
+    WHEN lexical search asks for the word with RARE_DF 16 (its 4 sampled windows under
+    COUNT_BELOW, half of the line), then with RARE_DF 8 (4 windows: half of the line)
+    THEN with 16 the word is counted through the index, 4 windows and rare; with 8 it is taken
+    as common on the sample's 4, no count read; both answers are the four windows.
+    """
+    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
+    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
+    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
+    counts = []
+    df_query = window_search._df_query
+    monkeypatch.setattr(window_search, "_df_query", lambda s: counts.append(s) or df_query(s))
+    with pool.connection() as conn:
+        conn.execute("ANALYZE loom.conversation_embeddings")
+    for rare_df, counted in ((16, True), (8, False)):
+        monkeypatch.setattr(window_search, "RARE_DF", rare_df)
+        counts.clear()
+        window_search._stats.clear()
+        window_search._lexicons.clear()
+        found = hits(t, corpus, "lexical")
+        assert set(ids(found)) == {"t07-3", "t07-4", "t07-5", "t07-6"}
+        (df, rare, _) = [v for k, v in window_search._stats.items() if len(k) == 3][0]
+        assert (bool(counts), df, bool(rare)) == (counted, 4.0, counted)
+    window_search._stats.clear()
+    window_search._lexicons.clear()
+
+
 def test_a_large_scopes_new_words_are_counted_in_one_sample_a_minute(t, corpus, pool, monkeypatch):
     """GIVEN 200 indexed turns, "plinth" in all and "gantry" in the 100 of threads 0-9, on the
     large-scope path with a sample of every page (LARGE_SAMPLE_ROWS 200, SPREAD_MIN_SHARE 0)

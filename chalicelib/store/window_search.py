@@ -381,14 +381,14 @@ def _large_scope_df(
     sample put it under COUNT_BELOW of the rare line)."""
     per_row = n / max(sampled, 1.0)
     rare_df = _rare_df(n)
-    line = rare_df * COUNT_BELOW
-    out = {t: (h * per_row, False) for t, h in hits.items() if h * per_row >= line}
+    estimated_above = rare_df * COUNT_BELOW
+    out = {t: (h * per_row, False) for t, h in hits.items() if h * per_row >= estimated_above}
     maybe_rare = [t for t in hits if t not in out]
     if maybe_rare:
         counted = cur.execute(
             _df_query(shape), {**params, "terms": maybe_rare, "rare": rare_df}
         ).fetchall()
-        for r in counted:  # a count reaching the line stopped there: common
+        for r in counted:  # a count reaching rare_df stopped there: common
             df = float(r["df"])
             out[r["term"]] = (df, df > 0) if df < rare_df else (float(rare_df), False)
     return out

@@ -1177,7 +1177,7 @@ def test_a_large_scope_counts_through_the_index_only_the_words_its_sample_cannot
         window_search._lexicons.clear()
         found = hits(t, corpus, "lexical")
         assert set(ids(found)) == {"t07-3", "t07-4", "t07-5", "t07-6"}
-        (df, rare, _) = [v for k, v in window_search._stats.items() if len(k) == 3][0]
+        ((df, rare, _),) = [v for k, v in window_search._stats.items() if len(k) == 3]
         assert (bool(counts), df, bool(rare)) == (counted, 4.0, counted)
     window_search._stats.clear()
     window_search._lexicons.clear()

@@ -12,6 +12,7 @@ from pathlib import Path
 from bench import (
     cold_start,
     deferred,
+    guard,
     locomo_recall,
     read_path,
     saved_search,
@@ -30,6 +31,7 @@ SUITES = {
     "saved_search": saved_search.run,
     "deferred": deferred.run,
     "cold_start": cold_start.run,
+    "guard": guard.run,
     "locomo": locomo_recall.run,
 }
 
@@ -57,6 +59,7 @@ def _sizes(quick: bool) -> str:
         f" user among {saved_search.OTHER_USERS + 1}; {deferred.SIZES[mode]:,} deferred jobs;"
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
+        f" the guard on {len(guard.PREFIXES) * len(guard.PUMPS) * 3:,} adversarial texts;"
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
     )
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from chalicelib.blacklist import blacklisted
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high
@@ -57,19 +58,6 @@ class Written:
     peers: list[str] = field(default_factory=list)
 
 
-def _blacklisted(value: str, patterns: list[str]) -> bool:
-    """Whether a pattern matches the value: as a regular expression, or as plain text when it
-    is none Python compiles (bad syntax, a repeat count past what `re` holds)."""
-    for pattern in patterns:
-        try:
-            if re.search(pattern, value, re.IGNORECASE):
-                return True
-        except (re.error, OverflowError, RecursionError):
-            if pattern.lower() in value.lower():
-                return True
-    return False
-
-
 def write_entries(
     deps: Deps,
     *,
@@ -90,7 +78,7 @@ def write_entries(
     clock = _Phases(timings)
     with deps.pool.connection() as conn:
         patterns = store.blacklist_patterns(conn, org, namespace)
-    refused = {id(e) for e in entries if _blacklisted(e.value, patterns)}
+    refused = {id(e) for e in entries if blacklisted(e.value, patterns)}
     clock.lap("bulk.checks")
     vectors = _embed(
         deps,

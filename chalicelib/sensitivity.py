@@ -1,6 +1,13 @@
 """Whether a text "reads as high": it holds a pasted secret, a card number, an SSN or a stated PIN.
 
 Pure and side-effect free: every pattern is compiled once at import.
+
+Every detector runs in time linear in its text (decision 0019): a pattern starts only at a
+literal, or behind a lookbehind that keeps it from starting inside a run it reads; a quantifier
+that could give back what the next one takes is possessive (`*+`, `++`, `?+`), and no
+quantifier is nested in another over the same characters; a bounded choice (a few words, a
+label) stays bounded; a run read to its end is captured whole and judged in Python, so no
+attempt scans a run twice.
 """
 
 from __future__ import annotations
@@ -13,58 +20,83 @@ from pathlib import Path
 
 _A, _AI = re.ASCII, re.ASCII | re.IGNORECASE
 
-_AWS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])", _A)
-# The random part needs a digit and a 16-character alphanumeric run: "sk-learn-..." never matches.
-_OPENAI_KEY = re.compile(
-    r"(?<![\w-])sk-(?:(?:proj|svcacct|admin)-)?(?=[\w-]{20})(?=[\w-]*\d)[\w-]*?[A-Za-z0-9]{16}", _A
+# Patterns open with a literal, so the engine skips to where one stands; the lookbehind that
+# keeps a match from starting inside a word comes after it, spanning it.
+_AWS_KEY = re.compile(r"A(?:KIA|SIA)(?<![A-Za-z0-9]....)[A-Z0-9]{16}(?![A-Za-z0-9])", _A)
+# The random part (a project's "proj-" included) needs 20 characters, a digit and a 16-character
+# alphanumeric stretch: "sk-learn-..." never matches.
+_OPENAI_KEY = re.compile(r"sk-(?<![\w-]...)([\w-]{20,}+)", _A)
+_ALNUM_16 = re.compile(r"[A-Za-z0-9]{16}", _A)
+# Scans of a captured run, in C: a run may be as long as its text.
+_DIGIT, _LOWER, _UPPER = re.compile(r"\d", _A), re.compile(r"[a-z]"), re.compile(r"[A-Z]")
+_GITHUB_TOKEN = re.compile(
+    r"g(?:h[pousr]_(?<![A-Za-z0-9]....)[A-Za-z0-9]{30}|ithub_pat_(?<![A-Za-z0-9]...........)\w{30})",
+    _A,
 )
-_GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,})", _A)
 # Slack's kinds: bot, user, app, refresh, session, rotated (e), browser (c) and cookie (d, which
-# is URL-encoded); "xoxo-" is a sign-off.
-_SLACK_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9])xox[abcdeprs]-(?=[A-Za-z0-9%-]*\d)[A-Za-z0-9%-]{10,}", _A
+# is URL-encoded); "xoxo-" is a sign-off. The rest of the run is read once: a later "xox?-" in
+# the same run has less of it.
+_SLACK_TOKEN = re.compile(r"xox[abcdeprs]-(?<![A-Za-z0-9].....)([A-Za-z0-9%-]{10,}+)", _A)
+_JWT = re.compile(r"eyJ(?<![\w-]...)[\w-]{7,}+\.[\w-]{7,}+\.", _A)
+_PRIVATE_KEY = re.compile(
+    r"-----\s*+BEGIN (?:[A-Z0-9]{1,16}+ ){0,3}PRIVATE KEY(?: BLOCK)?+\s*+-----", _A
 )
-_JWT = re.compile(r"(?<![\w-])eyJ[\w-]{7,}\.[\w-]{7,}\.[\w-]*", _A)
-_PRIVATE_KEY = re.compile(r"-{5}\s*BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?\s*-{5}", _A)
-_BEARER = re.compile(r"\b(?:bearer|authorization\s*:\s*(?:basic|token))\s+([\w.~+/=-]{16,})", _AI)
 
+# The case-blind patterns below are written in lower case and run on the folded text (`_fold`).
+_BEARER = re.compile(
+    r"(?:b(?<!\wb)earer|a(?<!\wa)uthorization\s*+:\s*+(?:basic|token))\s++([\w.~+/=-]{16,}+)", _A
+)
 # A name such as DB_PASSWORD matches at PASSWORD: "_" is no letter or digit.
 _SECRET_NAME = (
-    r"(?:password|passwd|passphrase|passcode|pwd|(?<![A-Za-z] )pass"
-    r"|secret[ _-]?(?:access[_-]?)?key|(?:api|access|private)[ _-]?key|apikey|client[_-]?secret"
-    r"|secret"
-    r"|(?:access|auth|refresh|api|bot|session|github|gh|npm|hf)[_-]?token)"
+    r"(?:p(?<![a-z0-9]p)(?:assword|asswd|assphrase|asscode|wd|(?<![a-z] p)ass|rivate[ _-]?key)"
+    r"|s(?<![a-z0-9]s)(?:ecret(?:[ _-]?(?:access[_-]?)?key)?|ession[_-]?token)"
+    r"|a(?<![a-z0-9]a)(?:(?:pi|ccess)[ _-]?key|pikey|(?:ccess|uth|pi)[_-]?token)"
+    r"|c(?<![a-z0-9]c)lient[_-]?secret"
+    r"|(?:r(?<![a-z0-9]r)efresh|b(?<![a-z0-9]b)ot|g(?<![a-z0-9]g)(?:ithub|h)|n(?<![a-z0-9]n)pm"
+    r"|h(?<![a-z0-9]h)f)[_-]?token)"
 )
-_VALUE = r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|`([^`\n]*)`|(\S+))"
+# A value: quoted, else the run of non-space characters, read once. A quote that does not close
+# reads to the line's end; a later quote of its kind on that line would have closed it.
+_VALUE = r"(?:\"([^\"\n]*+)\"|'([^'\n]*+)'|`([^`\n]*+)`|(\S++))"
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9])"
-    + _SECRET_NAME
-    + r"(?![A-Za-z0-9_-])[\"'\]]{0,2}\s*(?:=>|:=|==?|:)[ \t]*\n?[ \t]*"
-    + _VALUE,
-    _AI,
+    _SECRET_NAME + r"(?![a-z0-9_-])[\"'\]]{0,2}+\s*+(?:=>|:=|==?|:)[ \t]*+\n?+[ \t]*+" + _VALUE,
+    _A,
 )
+_STATED_NAME = (
+    r"(?:p(?<!\wp)(?:assword|asswd|asscode|assphrase|wd)|a(?<!\wa)pi[ _-]?key"
+    r"|s(?<!\ws)ecret[ _-]?key)"
+)
+_SAID = r"(?:\s++(?:is(?:\s++set\s++to|\s++now)?|was|to)|(?<=\w)(?=\s*+:))"
+_STATED_WORD = r"\s++[\w.@'-]++"
 _STATED = re.compile(
-    r"\b(?:password|passwd|passcode|passphrase|pwd|(?:api|secret)[ _-]?key)"
-    r"(?:\s+(?:for|to|on|of)(?:\s+[\w.@'-]+){1,3}?)?"
-    r"(?:\s+(?:is(?:\s+set\s+to|\s+now)?|was|to)|'s|(?<=\w)(?=\s*:))\s*:?\s+" + _VALUE,
-    _AI,
+    _STATED_NAME
+    # "for the staging db": up to three words before "is" or ":", the fewest first; else the
+    # last of them that ends in "'s" ("the password for bob's hunter2").
+    + rf"(?:\s++(?:for|to|on|of)(?:(?:{_STATED_WORD}){{1,3}}?{_SAID}"
+    + rf"|(?:{_STATED_WORD}){{0,2}}{_STATED_WORD}(?<=[\w.@'-]'s))"
+    + rf"|{_SAID}|'s)(?:\s*+:)?+\s++"
+    + _VALUE,
+    _A,
 )
-_URL_CREDENTIALS = re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]*://[^\s/:@]+:([^\s/@]+)@[^\s/@]", _AI)
+_URL_CREDENTIALS = re.compile(r"://[^\s/:@]++:([^\s/@]++)@[^\s/@]", _A)
+# The scheme before "://", read back from it: a letter where a word starts, then up to 63
+# letters, digits, "+", "." or "-"; a run of 64 or more is taken for one, unread.
+_SCHEME_BEFORE = re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]{0,63}+\Z|[a-z0-9+.-]{64}\Z", _A)
 
-_NULLISH = re.compile(r"none|null|nil|undefined|true|false|n/a|na|tbd|todo|redacted|hidden", _AI)
+_NULLISH_WORDS = "none null nil undefined true false n/a na tbd todo redacted hidden"
+_NULLISH = frozenset(_NULLISH_WORDS.split())
 # Prose words that follow "password:" or "password is" without being one.
-_STOPWORD = re.compile(
-    r"a|an|the|and|or|but|not|no|yes|is|are|was|be|been|to|of|in|on|at|for|by|with|from|as|it|"
-    r"its|this|that|here|there|my|your|our|their|his|her|me|you|we|they|above|below|same|"
-    r"different|new|old|empty|blank|required|optional|mandatory|needed|missing|wrong|incorrect|"
-    r"invalid|valid|correct|right|weak|strong|secure|insecure|safe|unsafe|long|short|expired|"
-    r"reset|changed|saved|stored|hashed|encrypted|masked|locked|unlocked|compromised|leaked|"
-    r"known|unknown|forgotten|lost|ok|okay|fine|good|bad|simple|complex|easy|hard|private|public|"
-    r"secret|temporary|random|unique|default|case|sensitive|too|very|also|still|now|then|please|"
-    r"see|check|click|use|enter|type|set|unset|str|string|bytes|int|secretstr|any|password|"
-    r"passwd|pwd|pass|passphrase|token|key|apikey|credentials|creds",
-    _AI,
-)
+_STOPWORD_WORDS = """
+    a an the and or but not no yes is are was be been to of in on at for by with from as it
+    its this that here there my your our their his her me you we they above below same
+    different new old empty blank required optional mandatory needed missing wrong incorrect
+    invalid valid correct right weak strong secure insecure safe unsafe long short expired
+    reset changed saved stored hashed encrypted masked locked unlocked compromised leaked
+    known unknown forgotten lost ok okay fine good bad simple complex easy hard private public
+    secret temporary random unique default case sensitive too very also still now then please
+    see check click use enter type set unset str string bytes int secretstr any password
+    passwd pwd pass passphrase token key apikey credentials creds"""
+_STOPWORDS = frozenset(_STOPWORD_WORDS.split())
 _WORDISH_SUFFIX = re.compile(r"(?:ed|ing|able|ible|ous|ive|ful|less|ly|ment|tion|sion)$", _A)
 _PLAIN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*", _A)
 # Masked values, templates and format slots hold no secret: ****, <your password>, ${DB_PASS}, %s.
@@ -80,38 +112,61 @@ _SECRET_FRAGMENT = re.compile(r"pass|pwd|secret|key|token|cred", _AI)
 _PATH_PRICE_OR_SMALL_NUMBER = re.compile(
     r"(?:~|\.{1,2})?/.*|[$€£¥]\d.*|\d{1,3}|\d+/\d+|\d+(?:\.\d+)?%", _A
 )
-_LINE_END = re.compile(r"[ \t]*(?:\r?\n|$)")
+_LINE_END = re.compile(r"[ \t]*+(?:\r?\n|$)")
 
-_DIGIT_RUN = re.compile(r"(?<![\w.+-])\d+(?:[ -]\d+)*(?!\w|[.,]\d)", _A)
+# A run of 13 digits or more (no fewer make a card). It gives back whole groups only: a run
+# that ends inside a group is followed by a digit.
+_DIGIT_RUN = re.compile(r"\d(?<![\w.+-]\d)(?=(?:[ -]?+\d){12})\d*+(?:[ -]\d++)*(?!\w|[.,]\d)", _A)
+_GROUP_SEPARATOR = re.compile(r"[ -]")
+# Where a card can open in a run: a group of 13-19 digits, or one of four after a group that
+# is not four digits long and before one of three to six.
+_CARD_OPENING = re.compile(
+    r"(?<!\d)(?:\d{13,19}(?!\d)|(?<!(?<!\d)\d{4}[ -])\d{4}(?=[ -]\d{3,6}(?!\d)))", _A
+)
 # Issuer ranges an unbroken run must open with: keeps 1xxx and 20xx/21xx (millisecond
 # timestamps, ids) out. A run grouped as a card is written (4-4-4-4) is one whatever it opens
 # with (UATP 1, UnionPay and RuPay 8).
 _CARD_PREFIX = re.compile(r"2[2-7]|[3-9]")
-_SSN = re.compile(r"(?<![\w.+-])(?<!\d[ -])(\d{3})([ -])(\d{2})\2(\d{4})(?!\w|[.,-]\d)", _A)
+# Read from its first separator: the digits before it are checked as they are passed.
+_SSN = re.compile(r"([ -])(?<=(?<![\w.+-])(?<!\d[ -])\d\d\d[ -])(\d{2})\1(\d{4})(?!\w|[.,-]\d)", _A)
 # Nine digits unseparated are an SSN where they are named one ("SSN: 123456789").
 _SSN_STATED = re.compile(
-    r"\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?)\b[^\w\n]{0,3}(?:\s*(?:is|was|:)\s*)?"
+    r"s(?<!\ws)(?:sn|ocial\s++security(?:\s++(?:number|no\.?|#))?)\b[^\w\n]{0,3}"
+    r"(?:\s*+(?:is|was|:))?+\s*+"
     r"(?<![\w.+-])(\d{3})(\d{2})(\d{4})(?![\w.,-]\d|\w)",
-    _AI,
+    _A,
 )
 _PIN = re.compile(
-    r"\b(pin)(?P<qual>[ -]?(?:code|number|no\.?))?(?:\s+(?:for|on|of)(?:\s+[A-Za-z']+){1,3}?)?"
-    r"(?:\s*(?P<sep>is\s+now|is|was|to|'s|:|=))?\s*:?\s*(\d{4,8})(?!\d|[.,:/-]\d)",
-    _AI,
+    r"p(?<!\wp)in(?P<qual>[ -]?+(?:code|number|no\.?+))?+"
+    r"(?:\s++(?:for|on|of)(?:\s++[a-z']++){1,3}?)?"
+    r"(?:\s*+(?P<sep>is\s++now|is|was|to|'s|:|=))?+\s*+:?+\s*+(\d{4,8})(?!\d|[.,:/-]\d)",
+    _A,
 )
 _PIN_OWNER = re.compile(
-    r"(?:my|your|his|her|our|the|card|atm|bank|debit|credit|sim|phone|new|old|door|safe)\s+$", _AI
+    r"(?:my|your|his|her|our|the|card|atm|bank|debit|credit|sim|phone|new|old|door|safe)\s+$", _A
 )
+
+
+# What no value holds, quoted or not; and what an unquoted value that is prose or code holds.
+_NO_SECRET = re.compile(f"(?:{_PLACEHOLDER.pattern})|(?-i:{_ENV_REF.pattern})", _AI)
+_PROSE_OR_CODE = re.compile(
+    "|".join(f"(?:{p.pattern})" for p in (_PATH_PRICE_OR_SMALL_NUMBER, _CODE_REF)), _A
+)
+
+
+def _is_one_of(value: str, words: frozenset[str]) -> bool:
+    """Whether value is one of the words, in any ASCII letter case."""
+    return value.isascii() and value.lower() in words
 
 
 def _value_is_secret(raw: str | None, quoted: str | None, ends_line: bool) -> bool:
     """True when an assigned or stated value looks like a secret, not prose, code or a template."""
     value = quoted.strip() if quoted is not None else (raw or "").rstrip(".,;:!?)]}'\"")
-    if not value or any(p.fullmatch(value) for p in (_NULLISH, _PLACEHOLDER, _ENV_REF)):
+    if not value or _is_one_of(value, _NULLISH) or _NO_SECRET.fullmatch(value):
         return False
     if quoted is not None:
         return True
-    if any(p.fullmatch(value) for p in (_STOPWORD, _PATH_PRICE_OR_SMALL_NUMBER, _CODE_REF)):
+    if _is_one_of(value, _STOPWORDS) or _PROSE_OR_CODE.fullmatch(value):
         return False
     # A variable like db_password names a secret without holding it.
     if _IDENTIFIER_WITH_UNDERSCORE.fullmatch(value) and _SECRET_FRAGMENT.search(value):
@@ -123,97 +178,173 @@ def _value_is_secret(raw: str | None, quoted: str | None, ends_line: bool) -> bo
     return True
 
 
-def _has_password(text: str) -> bool:
+class _TooManyCandidates(Exception):
+    """A text held more candidates than the guard judges one by one."""
+
+
+class _Reading:
+    """One text as the detectors read it: as written, folded, and the candidates left to judge.
+
+    Each candidate a detector judges in Python (a value after a secret's name, a digit run, a
+    stated PIN) costs a few microseconds, against tens of nanoseconds a character for the scans,
+    so a text of nothing but candidates would cost many times prose of its length. A text gets
+    MIN_CANDIDATES plus one per CHARS_PER_CANDIDATE characters, shared by every detector; a text
+    that holds more reads as high, since what was not judged may hold a secret.
+    """
+
+    MIN_CANDIDATES = 256
+    CHARS_PER_CANDIDATE = 64
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.folded = _fold(text)
+        self.left = self.MIN_CANDIDATES + len(text) // self.CHARS_PER_CANDIDATE
+
+    def candidates(
+        self, pattern: re.Pattern[str], *, folded: bool, charged: bool = True
+    ) -> Iterator[re.Match[str]]:
+        """The pattern's matches in the text (or the folded text), each charged to the budget
+        unless the detector charges what it judges itself."""
+        for m in pattern.finditer(self.folded if folded else self.text):
+            if charged:
+                self.charge(1)
+            yield m
+
+    def charge(self, count: int) -> None:
+        self.left -= count
+        if self.left < 0:
+            raise _TooManyCandidates
+
+    def span(self, m: re.Match[str], group: int) -> str | None:
+        """A group of a match on the folded text, as the text writes it."""
+        return None if m.start(group) < 0 else self.text[m.start(group) : m.end(group)]
+
+
+def _has_password(r: _Reading) -> bool:
     for pattern in (_ASSIGNMENT, _STATED):
-        for m in pattern.finditer(text):
-            quoted = next((q for q in m.group(1, 2, 3) if q is not None), None)
-            if _value_is_secret(m.group(4), quoted, bool(_LINE_END.match(text, m.end()))):
+        for m in r.candidates(pattern, folded=True):
+            value_group = m.lastindex or 4  # the value's alternatives close the pattern
+            value = r.span(m, value_group)
+            ends_line = bool(_LINE_END.match(r.text, m.end()))
+            if value_group == 4 and _value_is_secret(value, None, ends_line):
                 return True
-    return any(_value_is_secret(m.group(1), None, True) for m in _URL_CREDENTIALS.finditer(text))
+            if value_group != 4 and _value_is_secret(None, value, ends_line):
+                return True
+    return "://" in r.folded and any(
+        _SCHEME_BEFORE.search(r.folded, max(0, m.start() - 64), m.start())
+        and _value_is_secret(r.span(m, 1), None, True)
+        for m in r.candidates(_URL_CREDENTIALS, folded=True)
+    )
+
+
+# Luhn's doubled digit, as ASCII: 5 doubles to 10, whose digits sum to 1.
+_LUHN_DOUBLED = bytes.maketrans(b"0123456789", b"0246813579")
 
 
 def _luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
+    codes = digits.encode("ascii")[::-1]
+    total = sum(codes[0::2]) + sum(codes[1::2].translate(_LUHN_DOUBLED)) - 48 * len(codes)
     return total % 10 == 0
 
 
 def _is_card(digits: str, grouped: bool = False) -> bool:
+    if not 13 <= len(digits) <= 19:
+        return False
     issued = grouped or _CARD_PREFIX.match(digits)
-    valid_shape = 13 <= len(digits) <= 19 and issued and len(set(digits)) > 1
-    return bool(valid_shape) and _luhn_ok(digits)
+    return bool(issued) and bool(digits.strip(digits[0])) and _luhn_ok(digits)
 
 
-def _has_card(text: str) -> bool:
-    for m in _DIGIT_RUN.finditer(text):
-        groups = re.split(r"[ -]", m.group())
-        for i, first in enumerate(groups):
-            if _is_card(first):
-                return True
+def _has_card(r: _Reading) -> bool:
+    for m in r.candidates(_DIGIT_RUN, folded=False, charged=False):
+        run = m.group()
+        if " " not in run and "-" not in run:  # one group: a card, or none
+            if 13 <= len(run) <= 19 and _CARD_PREFIX.match(run):
+                r.charge(1)
+                if _is_card(run):
+                    return True
+            continue
+        for opening in _CARD_OPENING.finditer(run):
+            first = opening.group()
+            if len(first) != 4:
+                if _CARD_PREFIX.match(first):
+                    r.charge(1)
+                    if _is_card(first):
+                        return True
+                continue
+            r.charge(1)
             # Grouped cards open with four digits (4-4-4-4, 4-6-5, 4-4-4-4-3); a run of 4-digit
             # groups longer than a card is a list of numbers, so a window may not cut into one.
-            if len(first) != 4 or (i and len(groups[i - 1]) == 4):
-                continue
+            # What follows is read as far as a card can reach, and one group past it.
+            groups = _GROUP_SEPARATOR.split(run[opening.end() + 1 : opening.end() + 40])
             digits = first
-            for j in range(i + 1, len(groups)):
-                digits += groups[j]
-                if not 3 <= len(groups[j]) <= 6 or len(digits) > 19:
+            for j, group in enumerate(groups):
+                digits += group
+                if not 3 <= len(group) <= 6 or len(digits) > 19:
                     break
-                cut_list = j + 1 < len(groups) and len(groups[j]) == len(groups[j + 1]) == 4
+                cut_list = j + 1 < len(groups) and len(group) == len(groups[j + 1]) == 4
                 if not cut_list and _is_card(digits, grouped=True):
                     return True
     return False
 
 
-def _has_ssn(text: str) -> bool:
+def _has_ssn(r: _Reading) -> bool:
     return any(
-        m.group(1) not in ("000", "666") and m.group(3) != "00" and m.group(4) != "0000"
-        for m in _SSN.finditer(text)
+        r.text[m.start() - 3 : m.start()] not in ("000", "666")
+        and m.group(2) != "00"
+        and m.group(3) != "0000"
+        for m in r.candidates(_SSN, folded=False)
     ) or any(
         m.group(1) not in ("000", "666") and m.group(2) != "00" and m.group(3) != "0000"
-        for m in _SSN_STATED.finditer(text)
+        for m in r.candidates(_SSN_STATED, folded=True)
     )
 
 
-def _has_pin(text: str) -> bool:
-    for m in _PIN.finditer(text):
-        stated = m.group(1) == "PIN" or m.group("qual") or m.group("sep")
-        if stated or _PIN_OWNER.search(text[max(0, m.start() - 12) : m.start()]):
+def _has_pin(r: _Reading) -> bool:
+    for m in r.candidates(_PIN, folded=True):
+        stated = r.text[m.start() : m.start() + 3] == "PIN" or m.group("qual") or m.group("sep")
+        if stated or _PIN_OWNER.search(r.folded, max(0, m.start() - 12), m.start()):
             return True
     return False
 
 
-def _has_bearer(text: str) -> bool:
-    for m in _BEARER.finditer(text):
-        token = m.group(1)
-        mixed_case = any(c.islower() for c in token) and any(c.isupper() for c in token)
-        if any(c.isdigit() for c in token) or (mixed_case and len(token) >= 20):
+def _has_bearer(r: _Reading) -> bool:
+    for m in r.candidates(_BEARER, folded=True):
+        token = r.text[m.start(1) : m.end(1)]
+        mixed_case = _LOWER.search(token) and _UPPER.search(token)
+        if _DIGIT.search(token) or (mixed_case and len(token) >= 20):
             return True
     return False
 
 
-def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda text: pattern.search(text) is not None
+def _has_openai_key(r: _Reading) -> bool:
+    return any(
+        _DIGIT.search(m.group(1)) and _ALNUM_16.search(m.group(1))
+        for m in r.candidates(_OPENAI_KEY, folded=False)
+    )
+
+
+def _has_slack_token(r: _Reading) -> bool:
+    return any(_DIGIT.search(m.group(1)) for m in r.candidates(_SLACK_TOKEN, folded=False))
+
+
+def _matches(pattern: re.Pattern[str]) -> Callable[[_Reading], bool]:
+    return lambda r: pattern.search(r.text) is not None
 
 
 _DIGITS = tuple("0123456789")
 
 # Each detector, with literals one of which every match holds (in the text as written, or in
-# lower case where the detector ignores case): a text holding none of them is not searched.
-_DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[str], bool]], ...] = (
+# the folded text where the detector ignores case): a text holding none of them is not searched.
+_DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[_Reading], bool]], ...] = (
     ("aws_key", ("AKIA", "ASIA"), False, _matches(_AWS_KEY)),
-    ("openai_key", ("sk-",), False, _matches(_OPENAI_KEY)),
+    ("openai_key", ("sk-",), False, _has_openai_key),
     (
         "github_token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         False,
         _matches(_GITHUB_TOKEN),
     ),
-    ("slack_token", ("xox",), False, _matches(_SLACK_TOKEN)),
+    ("slack_token", ("xox",), False, _has_slack_token),
     ("jwt", ("eyJ",), False, _matches(_JWT)),
     ("private_key", ("PRIVATE KEY",), False, _matches(_PRIVATE_KEY)),
     ("bearer_token", ("bearer", "authorization"), True, _has_bearer),
@@ -222,17 +353,37 @@ _DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[str], bool]], ...]
     ("ssn", _DIGITS, False, _has_ssn),
     ("pin", ("pin",), True, _has_pin),
 )
-KINDS: tuple[str, ...] = tuple(kind for kind, *_ in _DETECTORS)
+# A text with more candidates than its budget (`_Reading`) reads as high under this kind.
+TOO_MANY_CANDIDATES = "too_many_candidates"
+KINDS: tuple[str, ...] = (*(kind for kind, *_ in _DETECTORS), TOO_MANY_CANDIDATES)
+
+
+# The two characters whose lower case is ASCII: KELVIN SIGN ("k") and I WITH DOT ABOVE ("i"
+# and a combining dot, one character longer). A case-blind ASCII pattern matches neither.
+_FOLDS_TO_ASCII = ("\u212a", "\u0130")
+
+
+def _fold(text: str) -> str:
+    """The text in lower case, each character where it stands, so that a pattern written in
+    lower case reads it as an ASCII case-blind pattern reads the text."""
+    if any(c in text for c in _FOLDS_TO_ASCII):
+        for c in _FOLDS_TO_ASCII:
+            text = text.replace(c, "\u0131")  # dotless i: not ASCII, its own lower case
+    return text.lower()
 
 
 def _shapes(text: str) -> Iterator[str]:
-    lower = text.lower()
-    for kind, needles, folded, found in _DETECTORS:
-        held = lower if folded else text
+    reading = _Reading(text)
+    for kind, needles, case_blind, found in _DETECTORS:
+        held = reading.folded if case_blind else text
         for needle in needles:  # a plain loop: this runs on every search hit
             if needle in held:
-                if found(text):
-                    yield kind
+                try:
+                    if found(reading):
+                        yield kind
+                except _TooManyCandidates:
+                    yield TOO_MANY_CANDIDATES
+                    return
                 break
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from chalicelib.auth import Caller, ReadScope
+from chalicelib.blacklist import MAX_PATTERN_CHARS
 from chalicelib.errors import BadRequestError
 from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
@@ -382,7 +383,7 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
 class BlacklistInput(OpInput):
     org: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     namespace: Annotated[str, StringConstraints(max_length=256)] = ""  # "" = the whole org
-    pattern: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    pattern: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS)]
     remove: bool = False
 
 
@@ -394,8 +395,10 @@ class BlacklistOutput(OpOutput):
 
 @op("memory.blacklist", role="admin", kind="idempotent", audited=True, mcp="unlisted")
 def memory_blacklist(inp: BlacklistInput, ctx: OpContext) -> BlacklistOutput:
-    """Add (or with remove=true, drop) a pattern no memory write may match (a regular
-    expression, case-blind; one that does not compile matches as plain text)."""
+    """Add (or with remove=true, drop) a pattern no memory write may match: a regular
+    expression of at most 500 characters in RE2's syntax, case-blind, run by RE2 in time
+    linear in the value whatever the pattern. One RE2 cannot compile (a lookaround, a
+    backreference, a pattern too large) matches as plain text, case-blind."""
     with ctx.deps.pool.connection() as conn:
         if inp.remove:
             store.remove_blacklist(conn, inp.org, inp.namespace, inp.pattern)

@@ -11,6 +11,7 @@ import pytest
 from chalicelib import sensitivity
 from chalicelib.sensitivity import (
     KINDS,
+    TOO_MANY_CANDIDATES,
     embedded_reads_as_high,
     excerpt_reads_as_high,
     high_shapes,
@@ -189,6 +190,24 @@ POSITIVES: list[tuple[str, bool, str]] = [
     ("My SSN is 123456789", True, "ssn"),
     ("SSN: 123456789", True, "ssn"),
     ("social security number 219099999", True, "ssn"),
+    # adversarial: what once made a detector read its text again and again, then a real shape
+    ("pin " * 5_000 + "my PIN is 4921", True, "pin"),
+    ("my PIN is" + " " * 20_000 + "4921", True, "pin"),
+    ("password=" + "\t" * 20_000 + "hunter2", True, "password"),
+    ("password is" + " " * 20_000 + "Tr0ub4dor", True, "password"),
+    ("xoxb-" * 4_000 + " " + SLACK_BOT, True, "slack_token"),
+    ("a" * 20_000 + "://" + " postgres://loom:s3cretPw@db.internal/loom", True, "password"),
+    ("1 " * 10_000 + "4111 1111 1111 1111", True, "card_number"),
+    ("123-45- " * 2_000 + "my SSN is 123-45-6789", True, "ssn"),
+    ("sk-" + "a-" * 10_000 + " " + OPENAI_KEY, True, "openai_key"),
+    (
+        "bearer " * 3_000 + "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        True,
+        "bearer_token",
+    ),
+    # more candidates than the guard judges one by one: what it did not judge may hold one
+    ("password=null " * 3_000, True, "too_many_candidates"),
+    ("pin 1234 " * 3_000, True, "too_many_candidates"),
 ]
 
 NEGATIVES: list[tuple[str, bool]] = [
@@ -356,13 +375,34 @@ NEGATIVES: list[tuple[str, bool]] = [
     ("order 123456789 shipped", False),
     ("ssn 000123456 is a test value", False),
     ("event at 1717171717171 ms", False),
+    # adversarial: each of these took seconds to minutes to judge at 20 KB before the guard
+    # read in linear time; each is judged in about the time of prose of its length
+    ("pin" + " " * 20_000, False),
+    ("pin" + "\n" * 20_000 + "pin", False),
+    ("password=" + "\t" * 20_000, False),
+    ("password is" + " " * 20_000, False),
+    ("xoxb-" * 4_000, False),
+    ("xoxb-" + "a" * 20_000, False),
+    ("a" * 20_000 + "://", False),
+    ("x://" + "u:" * 10_000, False),
+    ("1 " * 10_000 + "1x", False),
+    ("1-" * 10_000, False),
+    ("sk-" + "a-" * 10_000, False),
+    ("-----BEGIN " + "A " * 10_000 + "PRIVATE KEY", False),
+    ("bearer" + " " * 20_000 + "PIN", False),
+    ("authorization" + " " * 20_000 + ":", False),
+    ("ssn" + " " * 20_000 + "123", False),
+    ("social" + " " * 20_000 + "security", False),
+    ("password for" + " x" * 10_000, False),
+    ("eyJ" + "a" * 20_000, False),
+    ("1111111111111 " * 1_500, False),
 ]
 
 CORPUS: list[tuple[str, bool] | tuple[str, bool, str]] = [*POSITIVES, *NEGATIVES]
 
 
-def test_corpus_has_full_recall_and_at_most_one_percent_false_positives():
-    """GIVEN the labelled corpus WHEN each text is judged THEN recall is 100% and FP rate <= 1%."""
+def test_corpus_has_full_recall_and_no_false_positives():
+    """GIVEN the labelled corpus WHEN each text is judged THEN recall is 100% and FP rate 0%."""
     positives = [case for case in CORPUS if case[1]]
     negatives = [case for case in CORPUS if not case[1]]
     missed = [case[0] for case in positives if not reads_as_high(case[0])]
@@ -373,7 +413,7 @@ def test_corpus_has_full_recall_and_at_most_one_percent_false_positives():
         f"\nsensitivity corpus: {len(CORPUS)} cases ({len(positives)} positive, "
         f"{len(negatives)} negative); recall {recall:.1%}, false-positive rate {fp_rate:.1%}"
     )
-    assert recall == 1.0 and fp_rate <= 0.01, f"missed: {missed!r}\nfalse alarms: {false_alarms!r}"
+    assert recall == 1.0 and fp_rate == 0.0, f"missed: {missed!r}\nfalse alarms: {false_alarms!r}"
 
 
 def test_corpus_is_large_and_covers_every_kind():
@@ -389,9 +429,26 @@ def test_each_positive_case_reports_its_labelled_kind(text: str, kind: str):
 
 
 def test_high_shapes_lists_each_kind_once_in_stable_order():
-    """GIVEN every kind twice in one text WHEN listed THEN each kind appears once, in order."""
-    one_of_each = " | ".join(text for text, _, _ in POSITIVES)
-    assert high_shapes(one_of_each + "\n" + one_of_each) == list(KINDS)
+    """GIVEN every detector's kind twice in one text
+    WHEN listed THEN each appears once, in order."""
+    shapes = [(text, kind) for text, _, kind in POSITIVES if kind != TOO_MANY_CANDIDATES]
+    one_of_each = " | ".join(text for text, _ in shapes)
+    assert high_shapes(one_of_each + "\n" + one_of_each) == [
+        kind for kind in KINDS if kind != TOO_MANY_CANDIDATES
+    ]
+
+
+def test_a_text_of_too_many_candidates_reads_as_high_after_those_it_judged():
+    """GIVEN a card, then more values after "password=" than the guard judges one by one
+    WHEN judged THEN the card is named and then too_many_candidates, and the text reads as high.
+    """
+    text = "card 4111 1111 1111 1111 " + "password=null " * 3_000
+    assert high_shapes(text) == ["too_many_candidates"] or high_shapes(text)[-1] == (
+        TOO_MANY_CANDIDATES
+    )
+    assert reads_as_high("password=null " * 3_000) is True
+    # The same values, fewer than the budget, read as nothing.
+    assert reads_as_high("password=null " * 50) is False
 
 
 def test_plain_text_has_no_shapes():
@@ -487,7 +544,15 @@ def test_a_cut_that_makes_a_shape_reads_as_high_where_it_is_embedded():
 
 
 def _ungated(text: str) -> list[str]:
-    return [kind for kind, _, _, found in sensitivity._DETECTORS if found(text)]
+    reading = sensitivity._Reading(text)
+    kinds = []
+    for kind, _, _, found in sensitivity._DETECTORS:
+        try:
+            if found(reading):
+                kinds.append(kind)
+        except sensitivity._TooManyCandidates:
+            return [*kinds, TOO_MANY_CANDIDATES]
+    return kinds
 
 
 @pytest.mark.parametrize("case", ["as written", "upper", "lower", "title"])

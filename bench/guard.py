@@ -1,0 +1,170 @@
+"""The sensitivity guard on adversarial text: its worst 100 KB against 100 KB of prose.
+
+An adversarial text opens every detector's literal gate, then repeats what a detector starts
+to read and gives up on: a prefix of its pattern, a run of a class it reads, or both by turns.
+The texts are generated from each detector's prefixes and a set of pumps, screened at 10 KB,
+and the slowest are timed again at full size. Python's `re` holds the interpreter lock, so a
+text the guard reads slowly stalls every request of every tenant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from bench.harness import BenchDb, Figure, say
+from chalicelib.sensitivity import high_shapes
+
+SIZE = 100_000
+SCREEN_SIZE = 10_000
+CONFIRM = {"quick": 4, "full": 12}  # the slowest screened texts, timed again at full size
+# Every detector's gate literal once: the cheapest way for a text to be read by all of them.
+GATES = "AKIA ASIA sk- ghp_ github_pat_ xoxb- eyJ PRIVATE KEY bearer password pwd :// 0 pin\n"
+PREFIXES = (
+    "",
+    "AKIA",
+    "sk-",
+    "sk-proj-",
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "eyJ",
+    "eyJaaaaaaaa.",
+    "-----BEGIN ",
+    "-----BEGIN RSA ",
+    "PRIVATE KEY",
+    "bearer ",
+    "authorization: ",
+    "authorization: basic",
+    "password",
+    "password=",
+    'password="',
+    "password is",
+    "password for",
+    "api_key:",
+    "secret",
+    "token",
+    "pass",
+    "a://",
+    "a://b:",
+    "ssn",
+    "ssn is",
+    "social security",
+    "pin",
+    "pin for",
+    "my pin",
+    "PIN",
+    "1",
+    "4111111111112",
+    "123-45-",
+)
+PUMPS = (
+    " ",
+    "\t",
+    "\n",
+    "a",
+    "A",
+    "1",
+    "-",
+    "_",
+    "=",
+    ":",
+    "'",
+    '"',
+    "%",
+    ".",
+    "/",
+    "@",
+    "a ",
+    "1 ",
+    "1-",
+    "a-",
+    "a:",
+    "a=",
+    "12 ",
+    "1234 ",
+    "123-45-",
+    "null ",
+    "x.y ",
+    "<x> ",
+    "4111 ",
+    "4111111111112 ",
+)
+
+
+def _texts(size: int) -> Iterator[tuple[str, str]]:
+    """(name, text) for each prefix and pump: the pump after the prefix, the pair repeated, and
+    the pump between two prefixes."""
+    for prefix in PREFIXES:
+        for pump in PUMPS:
+            body = size - len(GATES)
+            shapes = {
+                "then": prefix + pump * (body // len(pump)),
+                "by turns": (prefix + pump) * (body // (len(prefix) + len(pump))),
+                "between": prefix + pump * (body // len(pump)) + prefix,
+            }
+            for shape, text in shapes.items():
+                yield f"{prefix!r} {shape} {pump!r}", GATES + text[:body]
+
+
+def adversarial_texts(size: int) -> dict[str, str]:
+    """Every generated adversarial text of about `size` characters, by name."""
+    return dict(_texts(size))
+
+
+def guard_seconds(text: str, repeat: int) -> float:
+    """The guard's best time on text over `repeat` runs (the least disturbed by the machine)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        high_shapes(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def prose_of(turns: list[str], size: int) -> str:
+    """Turns one to a line, repeated to `size` characters."""
+    out: list[str] = []
+    length = 0
+    while length < size:
+        for turn in turns:
+            out.append(turn)
+            length += len(turn) + 1
+            if length >= size:
+                break
+    return "\n".join(out)[:size]
+
+
+def slowest(size: int, prose: str, confirm: int) -> list[tuple[float, str]]:
+    """The `confirm` adversarial texts the guard reads slowest at `size`, each as a ratio to
+    `prose` (of the same size), slowest first: each text is screened once, the slowest timed
+    again."""
+    base = guard_seconds(prose, 5)
+    screened = sorted(((guard_seconds(text, 1), name) for name, text in _texts(size)), reverse=True)
+    texts = adversarial_texts(size)
+    timed = [(guard_seconds(texts[name], 3) / base, name) for _, name in screened[:confirm]]
+    return sorted(timed, reverse=True)
+
+
+def run(db: BenchDb, quick: bool) -> list[Figure]:
+    from bench import locomo
+
+    turns = [t.text for conv in locomo.load() for t in conv.turns]
+    prose = prose_of(turns, SIZE)
+    confirm = CONFIRM["quick" if quick else "full"]
+    say(f"guard: {len(PREFIXES) * len(PUMPS) * 3:,} adversarial texts screened at 10 KB ...")
+    screened = slowest(SCREEN_SIZE, prose_of(turns, SCREEN_SIZE), confirm)
+    texts = adversarial_texts(SIZE)
+    base = guard_seconds(prose, 7)
+    worst_ratio, worst = max((guard_seconds(texts[name], 5) / base, name) for _, name in screened)
+    say(f"guard: the slowest 100 KB text is {worst}")
+    return [
+        Figure(
+            "guard: worst adversarial 100 KB",
+            base * worst_ratio * 1e3,
+            "ms",
+            "100 KB of LoCoMo prose",
+            base * 1e3,
+            "<= 2x",
+        )
+    ]

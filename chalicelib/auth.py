@@ -6,7 +6,8 @@ import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 from chalicelib.errors import BadRequestError, UnauthorizedError
 
@@ -78,18 +79,15 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
         raise UnauthorizedError(
             "this server needs 'Authorization: Bearer <token>'; mint one with `loom token mint`"
         )
-    from chalicelib.store.tokens import find_live_token
+    from chalicelib.store.tokens import find_token
 
     with deps.pool.connection() as conn:
-        row = find_live_token(conn, hash_token(token))
+        row = find_token(conn, hash_token(token))
     if row is None:
-        raise UnauthorizedError("unknown or revoked token")
-    if row["read_user_id"] is not None and not pinnable(row["read_user_id"]):
-        # Minted before such pins were refused: it would act on rows of no one user.
-        raise UnauthorizedError(
-            "this token is pinned to a user id that names no one user; revoke it and mint one"
-            " with --read-user-id set to the user"
-        )
+        raise UnauthorizedError("unknown token; ask an operator for one (`loom token mint`)")
+    refusal = token_refusal(row, deps.clock())
+    if refusal is not None:
+        raise UnauthorizedError(refusal)
     return Caller(
         org=row["org"],
         role=row["role"],
@@ -98,6 +96,38 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
         read_user_id=row["read_user_id"],
         principal=f"token:{row['subject']}",
     )
+
+
+def token_refusal(row: Mapping[str, Any], now: datetime) -> str | None:
+    """Why a stored token no longer answers, if it does not: revoked, expired, or minted by an
+    earlier build with a read scope that bounds nothing."""
+    if row["revoked_at"] is not None:
+        return "this token was revoked; ask an operator for a new one"
+    if row["expires_at"] is not None and row["expires_at"] <= now:
+        return (
+            f"this token expired at {row['expires_at'].astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC;"
+            " ask an operator for a new one"
+        )
+    if row["read_scope"] == "own_session":
+        # Minted before own_session was refused: no session is stored, so each call named its
+        # own user and session and the token bounded nothing.
+        return (
+            "this token is bounded to own_session but pins no session, so it bounds nothing;"
+            " revoke it and mint one with --read-scope own_user --read-user-id USER"
+        )
+    if row["read_scope"] == "own_user" and row["read_user_id"] is None:
+        # Minted before --read-user-id was required: each call named any user it liked.
+        return (
+            "this own_user token pins no user, so it bounds nothing; revoke it and mint one"
+            " with --read-user-id USER"
+        )
+    if row["read_user_id"] is not None and not pinnable(row["read_user_id"]):
+        # Minted before such pins were refused: it would act on rows of no one user.
+        return (
+            "this token is pinned to a user id that names no one user; revoke it and mint one"
+            " with --read-user-id set to the user"
+        )
+    return None
 
 
 def check_name(option: str, value: str) -> None:
@@ -122,7 +152,19 @@ def pinnable(user_id: str) -> bool:
     )
 
 
-def mint_token(
+@dataclass(frozen=True)
+class MintedToken:
+    token: str  # shown once; only its hash is stored
+    id: int  # what `loom token list` shows and `loom token revoke` takes
+    expires_at: datetime | None
+
+
+def mint_token(deps: Deps, **grants: Any) -> str:
+    """Store a new token (hashed) and return it; the plain token is never stored."""
+    return issue_token(deps, **grants).token
+
+
+def issue_token(
     deps: Deps,
     *,
     org: str,
@@ -131,28 +173,21 @@ def mint_token(
     read_scope: str = "namespace",
     read_user_id: str | None = None,
     subject: str | None = None,
-) -> str:
-    """Store a new token (hashed) and return it; the plain token is never stored."""
-    if role not in ROLES:
-        raise BadRequestError(f"role must be one of {', '.join(ROLES)}")
-    if read_scope not in READ_SCOPES:
-        raise BadRequestError(f"read scope must be one of {', '.join(READ_SCOPES)}")
-    if read_user_id and read_scope != "own_user":
-        raise BadRequestError("--read-user-id needs --read-scope own_user")
-    if read_user_id is not None and not pinnable(read_user_id):
-        shown = read_user_id if len(read_user_id) <= 40 else read_user_id[:40] + "..."
-        raise BadRequestError(
-            f"--read-user-id {shown!r} names no one user: use 1-256 characters without ~,"
-            " and not - (the shared rows) or * (every user)"
-        )
+    expires_in: timedelta | None = None,
+) -> MintedToken:
+    """Store a new token (hashed), with its id and expiry."""
+    check_grants(role, read_scope, read_user_id)
     check_name("--org", org)
     if namespace is not None:
         check_name("--namespace", namespace)
+    if expires_in is not None and expires_in <= timedelta(0):
+        raise BadRequestError("--expires-in must be more than 0")
+    expires_at = deps.clock() + expires_in if expires_in is not None else None
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     from chalicelib.store.tokens import insert_token
 
     with deps.pool.connection() as conn:
-        insert_token(
+        token_id = insert_token(
             conn,
             token_hash=hash_token(token),
             org=org,
@@ -161,5 +196,35 @@ def mint_token(
             read_scope=read_scope,
             read_user_id=read_user_id,
             subject=subject or secrets.token_hex(8),
+            expires_at=expires_at,
         )
-    return token
+    return MintedToken(token, token_id, expires_at)
+
+
+def check_grants(role: str, read_scope: str, read_user_id: str | None) -> None:
+    """Refuse a role or read scope no token may hold: a bounded scope must say what it
+    bounds."""
+    if role not in ROLES:
+        raise BadRequestError(f"role must be one of {', '.join(ROLES)}")
+    if read_scope not in READ_SCOPES:
+        raise BadRequestError(f"read scope must be one of {', '.join(READ_SCOPES)}")
+    if read_scope == "own_session":
+        # No op's rows are bounded by a session alone, and a token minted here stores none: each
+        # call would name its own user and session.
+        raise BadRequestError(
+            "--read-scope own_session is not minted: a token cannot pin a session, so it would"
+            " bound nothing; mint --read-scope own_user --read-user-id USER instead"
+        )
+    if read_user_id and read_scope != "own_user":
+        raise BadRequestError("--read-user-id needs --read-scope own_user")
+    if read_user_id is not None and not pinnable(read_user_id):
+        shown = read_user_id if len(read_user_id) <= 40 else read_user_id[:40] + "..."
+        raise BadRequestError(
+            f"--read-user-id {shown!r} names no one user: use 1-256 characters without ~,"
+            " and not - (the shared rows) or * (every user)"
+        )
+    if read_scope == "own_user" and read_user_id is None:
+        raise BadRequestError(
+            "--read-scope own_user needs --read-user-id USER: without a pinned user each call"
+            " names the user it likes, so the token would bound nothing"
+        )

@@ -1,5 +1,5 @@
-"""The `loom` command: serve, migrate, token mint, settings set, ingest-transcript, drops,
-reextract."""
+"""The `loom` command: serve, migrate, token mint / list / revoke, settings set,
+ingest-transcript, drops, reextract."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,13 @@ import psycopg
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from chalicelib.config import BOOT_ONLY, Settings, setting_name, with_overrides
+from chalicelib.config import (
+    BOOT_ONLY,
+    Settings,
+    auth_off_refusal,
+    setting_name,
+    with_overrides,
+)
 from chalicelib.deps import Deps, current_deps, set_deps
 from chalicelib.errors import LoomError, ValidationFailedError
 from chalicelib.observability import logging_to_stderr
@@ -42,15 +50,19 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
 
     settings = deps.settings
     port = args.port or settings.port
-    _check_port_free(port)
+    host = args.host or settings.host
+    refusal = auth_off_refusal(settings.auth, host, settings.lambda_function_name)
+    if refusal is not None:  # LOOM_HOST was checked with the settings; --host is checked here
+        raise LoomError(refusal)
+    _check_port_free(host, port)
     if not settings.database_url:
         _say(f"Starting the embedded PostgreSQL in {Path(settings.data_dir).resolve()} ...")
     url = deps.database_url()
     applied = migrate(url)
     _say(f"Database ready ({len(applied)} migration(s) applied).")
-    env = dict(os.environ, LOOM_DATABASE_URL=url)
+    env = dict(os.environ, LOOM_DATABASE_URL=url, LOOM_HOST=host)  # the API checks it again
     chalice = Path(sys.executable).parent / "chalice"
-    cmd = [str(chalice), "local", "--host", "127.0.0.1", "--port", str(port), "--stage", "local"]
+    cmd = [str(chalice), "local", "--host", host, "--port", str(port), "--stage", "local"]
     cmd.append("--no-autoreload")  # a served API does not restart when a file is saved
     child = subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=env)
     stop = threading.Event()
@@ -58,10 +70,10 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     # API process behind.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        if not _listening(child, port):
+        if not _listening(child, _reachable(host), port):
             raise LoomError(f"the API server on port {port} stopped before it served; see above")
         _say(
-            f"Loom is serving on http://127.0.0.1:{port} (auth {settings.auth},"
+            f"Loom is serving on http://{_reachable(host)}:{port} (auth {settings.auth},"
             f" org {settings.org}); Ctrl-C stops it and keeps the data."
         )
         threading.Thread(target=run_forever, args=(deps, stop), daemon=True).start()
@@ -84,28 +96,34 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _check_port_free(port: int) -> None:
+def _reachable(host: str) -> str:
+    """Where this machine reaches a server listening on `host` (every address: loopback)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "") else host
+
+
+def _check_port_free(host: str, port: int) -> None:
     """Refuse a port another process holds before anything starts: chalice local would say so
     only in a traceback."""
-    with socket.socket() as probe:
+    with socket.socket() as probe:  # IPv4, as chalice local listens
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as chalice local binds
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind((host, port))
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise LoomError(
                     f"port {port} is in use; stop the other server or set LOOM_PORT / --port"
                 ) from exc
             raise LoomError(
-                f"cannot listen on port {port} ({exc.strerror}); set LOOM_PORT / --port"
+                f"cannot listen on {host} port {port} ({exc.strerror}); set LOOM_HOST / --host"
+                " or LOOM_PORT / --port"
             ) from exc
 
 
-def _listening(child: subprocess.Popen[bytes], port: int) -> bool:
+def _listening(child: subprocess.Popen[bytes], host: str, port: int) -> bool:
     """Wait until the API process accepts connections; False when it exits first."""
     while child.poll() is None:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((host, port), timeout=1).close()
             return True
         except OSError:
             time.sleep(0.1)
@@ -121,9 +139,9 @@ def cmd_migrate(args: argparse.Namespace, deps: Deps) -> int:
 
 
 def cmd_token_mint(args: argparse.Namespace, deps: Deps) -> int:
-    from chalicelib.auth import mint_token
+    from chalicelib.auth import issue_token
 
-    token = mint_token(
+    minted = issue_token(
         deps,
         org=args.org,
         role=args.role,
@@ -131,10 +149,126 @@ def cmd_token_mint(args: argparse.Namespace, deps: Deps) -> int:
         read_scope=args.read_scope,
         read_user_id=args.read_user_id,
         subject=args.subject,
+        expires_in=args.expires_in,
     )
-    _say(f"Minted a {args.role} token for org {args.org}. It is shown once; store it now.")
-    print(token)
+    ends = f"expires {_when(minted.expires_at)}" if minted.expires_at else "never expires"
+    _say(
+        f"Minted {args.role} token {minted.id} for org {args.org} ({ends}). It is shown once;"
+        " store it now."
+    )
+    print(minted.token)
     return 0
+
+
+def cmd_token_list(args: argparse.Namespace, deps: Deps) -> int:
+    """Every token's grants and dates; never a token or its hash."""
+    from chalicelib.store.tokens import list_tokens
+
+    with deps.pool.connection() as conn:
+        rows = list_tokens(conn, args.org)
+    if not rows:
+        print(f"no tokens in org {args.org}" if args.org else "no tokens")
+        return 0
+    now = deps.clock()
+    table = [TOKEN_COLUMNS]
+    for r in rows:
+        if r["revoked_at"] is not None:
+            state = "revoked"
+        elif r["expires_at"] is not None and r["expires_at"] <= now:
+            state = "expired"
+        else:
+            state = "live"
+        table.append(
+            (
+                str(r["id"]),
+                state,
+                r["org"],
+                r["role"],
+                r["namespace"] or "*",
+                r["read_scope"],
+                r["read_user_id"] or "-",
+                r["subject"],
+                _when(r["created_at"]),
+                _when(r["expires_at"]),
+                _when(r["revoked_at"]),
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(TOKEN_COLUMNS))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+TOKEN_COLUMNS = (
+    "id",
+    "state",
+    "org",
+    "role",
+    "namespace",
+    "read_scope",
+    "user",
+    "subject",
+    "created",
+    "expires",
+    "revoked",
+)
+
+
+def _when(moment: datetime | None) -> str:
+    """A time as one word in UTC (a table's columns split on spaces), or "-"."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ") if moment else "-"
+
+
+def cmd_token_revoke(args: argparse.Namespace, deps: Deps) -> int:
+    """Revoke a token, named by its id (`loom token list`) or by the token itself: every server
+    refuses it from its next request, since each request reads the token's row."""
+    from chalicelib.auth import TOKEN_PREFIX, hash_token
+    from chalicelib.store.tokens import revoke_token
+
+    ref = args.token.strip()
+    token_id: int | None = None
+    token_hash: str | None = None
+    if ref.isascii() and ref.isdigit():
+        if int(ref) >= 2**63:  # past any id: bigint would refuse the comparison
+            raise LoomError(f"no token has id {ref}; `loom token list` shows the ids")
+        token_id, shown = int(ref), f"id {ref}"
+    elif ref.startswith(TOKEN_PREFIX):
+        token_hash, shown = hash_token(ref), "that value"
+    else:
+        raise LoomError(
+            f"give the token itself ({TOKEN_PREFIX}...) or its id from `loom token list`"
+        )
+    with deps.pool.connection() as conn:
+        row = revoke_token(conn, token_id=token_id, token_hash=token_hash)
+    if row is None:
+        raise LoomError(f"no token has {shown}; `loom token list` shows the ids")
+    grants = f"{row['role']} of org {row['org']}"
+    if row["revoked_now"]:
+        print(f"revoked token {row['id']} ({grants}); every server refuses it from now on")
+    else:
+        print(f"token {row['id']} ({grants}) was already revoked at {_when(row['revoked_at'])}")
+    return 0
+
+
+_LIFETIME = re.compile(r"([0-9]{1,9})\s*([smhdw])")
+_LIFETIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+LONGEST_LIFETIME = timedelta(days=3650)
+
+
+def _lifetime(text: str) -> timedelta:
+    """An argparse type: how long a token lives, a whole number and a unit (30d)."""
+    match = _LIFETIME.fullmatch(text.strip().lower())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a lifetime: write a whole number and a unit, s, m, h, d or w"
+            " (90s, 30m, 12h, 30d, 2w)"
+        )
+    lifetime = timedelta(seconds=int(match[1]) * _LIFETIME_UNITS[match[2]])
+    if not timedelta(0) < lifetime <= LONGEST_LIFETIME:
+        raise argparse.ArgumentTypeError(
+            f"must be more than 0 and at most 3650d (ten years), not {text}"
+        )
+    return lifetime
 
 
 def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
@@ -411,6 +545,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=_int_between(1, 65535), default=None, help="default LOOM_PORT (7777)"
     )
+    serve.add_argument(
+        "--host",
+        default=None,
+        help="the address to listen on; default LOOM_HOST (127.0.0.1). Any address other"
+        " machines reach needs LOOM_AUTH=tokens",
+    )
     serve.set_defaults(fn=cmd_serve)
 
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
@@ -421,11 +561,27 @@ def build_parser() -> argparse.ArgumentParser:
     mint.add_argument("--role", required=True, choices=["viewer", "writer", "admin", "org_admin"])
     mint.add_argument("--namespace", default=None, help="bind the token to one namespace")
     mint.add_argument(
-        "--read-scope", default="namespace", choices=["namespace", "own_user", "own_session"]
+        "--read-scope",
+        default="namespace",
+        choices=["namespace", "own_user", "own_session"],  # own_session is refused, saying why
     )
-    mint.add_argument("--read-user-id", default=None, help="pin an own_user token to one user")
+    mint.add_argument(
+        "--read-user-id", default=None, help="the one user an own_user token acts for (required)"
+    )
     mint.add_argument("--subject", default=None, help="who the token is for (its principal)")
+    mint.add_argument(
+        "--expires-in",
+        type=_lifetime,
+        default=None,
+        help="how long the token lives: 90s, 30m, 12h, 30d, 2w (default: until revoked)",
+    )
     mint.set_defaults(fn=cmd_token_mint)
+    listing = token.add_parser("list", help="list tokens (never the token itself)")
+    listing.add_argument("--org", default=None, help="one org's tokens (default: every org)")
+    listing.set_defaults(fn=cmd_token_list)
+    revoke = token.add_parser("revoke", help="revoke a token at once, on every server")
+    revoke.add_argument("token", help="the token itself, or its id from `loom token list`")
+    revoke.set_defaults(fn=cmd_token_revoke)
 
     settings = sub.add_parser("settings", help="live settings").add_subparsers(
         dest="action", required=True
@@ -498,6 +654,9 @@ def _bad_settings(exc: ValidationError | SettingsError) -> list[str]:
         var = name if name.startswith(("LOOM_", "OPENAI_")) else f"LOOM_{name}"
         value = "" if "url" in field or "key" in field else f"={str(err['input'])[:60]}"
         said = err["msg"].removeprefix("Value error, ")
+        if said.startswith(f"{var}="):  # a refusal that names its setting and fix itself
+            lines.append(said)
+            continue
         lines.append(f"{var}{value}: {said}; fix or unset {var}")
     return lines
 

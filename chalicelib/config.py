@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from chalicelib.names import is_name
@@ -15,6 +23,8 @@ BOOT_ONLY = frozenset(
     {
         "auth",
         "org",
+        "host",
+        "lambda_function_name",
         "port",
         "data_dir",
         "database_url",
@@ -42,6 +52,8 @@ BOOT_ONLY = frozenset(
         "settings_refresh_seconds",
         "model_calls_policy_refresh_seconds",
         "model_calls_policy_max_stale_seconds",
+        # Checked before a request is parsed, without reading the live settings.
+        "max_request_bytes",
     }
 )
 
@@ -72,6 +84,12 @@ class Settings(BaseSettings):
     )
 
     # Process and deployment.
+    # Where the process serves, declared before `auth`, which is checked against them.
+    host: str = Field(default="127.0.0.1", min_length=1)  # where `loom serve` listens
+    # Set by AWS Lambda in every function it runs.
+    lambda_function_name: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_LAMBDA_FUNCTION_NAME")
+    )
     auth: Literal["off", "tokens"] = "off"
     org: str = "local"
     port: int = Field(default=7777, ge=1, le=65535)
@@ -171,6 +189,28 @@ class Settings(BaseSettings):
     # MCP.
     mcp_session_run_idle_seconds: int = Field(default=1800, ge=1)
 
+    # Request bounds.
+    # A body over this answers 413 before it is parsed: API Gateway's own limit (10 MB), so a
+    # local server refuses what a deployed one would.
+    max_request_bytes: int = Field(default=10_485_760, ge=1)
+    # The turns' bytes one conversation.get or conversation.list page answers (at least one
+    # turn, however large): a page of 1,000 turns of up to 2 MB each would not fit an answer.
+    conversation_page_max_bytes: int = Field(default=1_048_576, ge=1)
+    # The model calls one memory.set_from_messages request may make; one that would need more
+    # is refused before the first.
+    memory_extract_max_model_calls: int = Field(default=100, ge=1)
+
+    @field_validator("auth")
+    @classmethod
+    def _auth_off_serves_this_machine_only(cls, auth: str, info: ValidationInfo) -> str:
+        """Refuse at start LOOM_AUTH=off where other machines reach the server. A field check
+        (not a model one): its error shows this value only, never the other settings."""
+        host, function = info.data.get("host", "127.0.0.1"), info.data.get("lambda_function_name")
+        refusal = auth_off_refusal(auth, host, function)
+        if refusal is not None:
+            raise ValueError(refusal)
+        return auth
+
     @field_validator("org")
     @classmethod
     def _org_name(cls, org: str) -> str:
@@ -195,6 +235,35 @@ class Settings(BaseSettings):
                     " postgresql://USER:PASSWORD@HOST:PORT/DBNAME"
                 ) from exc
         return url
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listening address reaches this machine only."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def auth_off_refusal(auth: str, host: str, lambda_function_name: str | None) -> str | None:
+    """Why LOOM_AUTH=off may not serve here, if it may not. With it no token is asked for and
+    every caller acts as the install's org_admin, so only this machine may reach it."""
+    if auth != "off":
+        return None
+    if lambda_function_name:
+        return (
+            f"LOOM_AUTH=off is refused inside AWS Lambda (function {lambda_function_name}):"
+            " every caller would act as org_admin without a token; set LOOM_AUTH=tokens"
+        )
+    if not is_loopback(host):
+        return (
+            f"LOOM_AUTH=off is refused on host {host}, which other machines reach: every caller"
+            " would act as org_admin without a token; listen on 127.0.0.1 or set"
+            " LOOM_AUTH=tokens"
+        )
+    return None
 
 
 def setting_name(raw: str) -> str:

@@ -9,8 +9,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from chalicelib.config import Settings, setting_name, with_overrides
 from chalicelib.errors import UnavailableError
+from chalicelib.observability import logger
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -189,7 +192,14 @@ def get_deps() -> Deps:
     global _current
     with _current_lock:
         if _current is None:
-            _current = Deps()
+            try:
+                _current = Deps()
+            except ValidationError as exc:
+                # Settings that refuse to serve (LOOM_AUTH=off inside Lambda among them): every
+                # request fails, and the log says why in one line before the traceback.
+                said = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                logger.error(f"refusing to serve: {said}")
+                raise
         return _current
 
 

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from tests.integration.legacy_tokens import legacy_token
 from tests.integration.test_conversation_support import NS, Tenant, snapshot, turn_rows
 
 
@@ -137,23 +138,27 @@ def test_a_viewer_cannot_append(seeded, pool, org):
     assert turn_rows(pool, org) == before
 
 
-@pytest.mark.parametrize(
-    "scope", [{"read_scope": "own_user", "read_user_id": "u-1"}, {"read_scope": "own_session"}]
-)
+@pytest.mark.parametrize("scope", ["own_user", "own_session"])
 @pytest.mark.parametrize("op", list(BODIES))
 def test_bounded_read_scope_tokens_are_refused_on_every_conversation_op(
     seeded, pool, org, op, scope
 ):
-    """GIVEN an org_admin token bounded to one user (own_user) or one session (own_session)
+    """GIVEN an org_admin token bounded to one user (own_user), or to own_session (minted by an
+    earlier build; none is minted now)
     WHEN it calls any conversation op, even naming its own user
-    THEN the call answers 403 and nothing stored changes.
+    THEN the call answers 403 (401 for own_session, which no longer answers) and nothing
+    stored changes.
     """
-    token = seeded.token("org_admin", **scope)
+    if scope == "own_user":
+        token = seeded.token("org_admin", read_scope="own_user", read_user_id="u-1")
+        refused = (403, "forbidden")
+    else:
+        token = legacy_token(pool, org=org, role="org_admin", read_scope="own_session")
+        refused = (401, "unauthorized")
     before = snapshot(pool, org)
     extra = {"user_id": "u-1"} if op in ("conversation.append", "conversation.search") else {}
     status, body = seeded.post(op, token=token, **BODIES[op], **extra)
-    assert status == 403, body
-    assert body["error"]["code"] == "forbidden"
+    assert (status, body["error"]["code"]) == refused, body
     assert snapshot(pool, org) == before
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from chalicelib.auth import Caller
+from chalicelib.registry import call
 from tests.integration.test_conversation_support import NS, Tenant
 from tests.integration.test_erasure_support import NS2
 
@@ -77,8 +79,15 @@ def test_a_user_id_holding_a_tilde_never_reaches_another_users_briefs(t, pool):
     alice's own export holds both.
     """
     _save_brief(t, t.token("writer", read_scope="own_user", read_user_id=ALICE), "own goal")
-    session = t.token("writer", read_scope="own_session")
-    _save_brief(t, session, "session goal", user_id=ALICE, session_id="s1")
+    # Saved as an earlier build's own_session token saved it: such tokens now answer 401.
+    in_session = Caller(org=t.org, role="writer", read_scope="own_session", principal="token:s")
+    body = {
+        "namespace": NS,
+        "agent": "a1",
+        "brief_key": "plan",
+        "sections": {"goal": "session goal"},
+    }
+    call("session.brief_save", {**body, "user_id": ALICE, "session_id": "s1"}, in_session, t.deps)
     before = _brief_keys(pool, t.org)
     assert [k for k, _ in before["loom.session_briefs"]] == ["~alice~plan", "~alice~s1~plan"]
 

@@ -29,6 +29,7 @@ from chalicelib.workers.extraction_queue import (
     resend_stranded,
 )
 from tests.conftest import Api, live_setting
+from tests.integration.legacy_tokens import legacy_token
 from tests.queue_worker import OneFactLLM
 
 ROOT = Path(__file__).parents[2]
@@ -477,26 +478,26 @@ def test_a_job_whose_message_was_lost_is_sent_again(deps, org, queue, pool, clie
 
 
 def test_a_user_bounded_token_pinning_no_user_cannot_read_the_namespaces_batches(
-    api, deps, org, queue
+    api, deps, pool, org, queue
 ):
     """GIVEN batches queued for two users, and a viewer token bounded to own_user that pins
-    no user
+    no user (minted by an earlier build; none is minted now)
     WHEN it asks for the namespace's batches
-    THEN it is refused (403) with the error the _mine ops give it, and sees no batch.
+    THEN it is refused (401) with the error the _mine ops give it, and sees no batch.
     """
     writer = Api(api.client, mint_token(deps, org=org, role="writer"))
     msg = [{"role": "user", "content": "hi"}]
     for user in ("u1", "u2"):
         writer.ok("memory.set_from_messages", messages=msg, defer=True,
                   **{**BODY, "user_id": user})  # fmt: skip
-    unpinned = Api(api.client, mint_token(deps, org=org, role="viewer", read_scope="own_user"))
+    unpinned = Api(api.client, legacy_token(pool, org=org, role="viewer", read_scope="own_user"))
 
     status, data = unpinned.post("memory.extraction_status", namespace="q", agent="bot")
     mine_status, mine = unpinned.post(
         "memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=["x"]
     )
 
-    assert (status, mine_status) == (403, 403)
+    assert (status, mine_status) == (401, 401)
     assert data == mine and "batches" not in data
 
 

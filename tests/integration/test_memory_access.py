@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.errors import BadRequestError
+from tests.integration.legacy_tokens import legacy_token
 from tests.integration.test_memory_support import NS, NS2, Mem, memory_rows
 
 WRITES = (
@@ -56,14 +58,17 @@ def test_the_blacklist_needs_an_admin(m):
 
 
 def test_own_session_tokens_are_refused(m, pool):
-    """GIVEN a token whose read scope is own_session
-    WHEN it calls any memory op, extraction included
-    THEN every call is refused (403) and nothing is written.
+    """GIVEN a token whose read scope is own_session: not minted, and one an earlier build
+    minted
+    WHEN the earlier one calls any memory op, extraction included
+    THEN every call is refused (401) and nothing is written.
     """
-    tok = m.token("writer", read_scope="own_session")
+    with pytest.raises(BadRequestError, match="own_session is not minted"):
+        m.token("writer", read_scope="own_session")
+    tok = legacy_token(pool, org=m.org, read_scope="own_session")
     for op, body in (*WRITES, *READS, EXTRACT):
         status, data = m.post(op, token=tok, session_id="s1", **body)
-        assert status == 403, (op, data)
+        assert status == 401, (op, data)
     assert memory_rows(pool, m.org) == []
 
 
@@ -102,15 +107,18 @@ def test_a_user_pinned_token_cannot_write_into_another_users_personal_collection
     assert {r["namespace"] for r in memory_rows(pool, m.org)} == {"@me:u1"}
 
 
-def test_an_own_user_token_without_a_pin_must_name_a_user_to_read(m):
-    """GIVEN a viewer token bounded to own_user with no pinned user
-    WHEN it searches without user_id, then with one
-    THEN the first is refused (400), the second answers.
+def test_an_own_user_token_without_a_pin_reads_nothing(m, pool):
+    """GIVEN a viewer token bounded to own_user with no pinned user: not minted, and one an
+    earlier build minted
+    WHEN the earlier one searches without user_id, then naming one
+    THEN both are refused (401): a user it names itself bounds nothing.
     """
-    tok = m.token("viewer", read_scope="own_user")
+    with pytest.raises(BadRequestError, match="needs --read-user-id"):
+        m.token("viewer", read_scope="own_user")
+    tok = legacy_token(pool, org=m.org, role="viewer", read_scope="own_user")
 
-    assert m.post("memory.search", token=tok, query="tea")[0] == 400
-    assert m.post("memory.search", token=tok, query="tea", user_id="u1")[0] == 200
+    assert m.post("memory.search", token=tok, query="tea")[0] == 401
+    assert m.post("memory.search", token=tok, query="tea", user_id="u1")[0] == 401
 
 
 BAD = (
@@ -220,21 +228,21 @@ UNPINNED_OPS = (
 @pytest.mark.parametrize("user_id", [None, "", "-"], ids=["absent", "empty", "shared"])
 def test_an_own_user_token_without_a_pin_reaches_no_shared_row(m, pool, user_id):
     """GIVEN a namespace-shared row (user "-") and a writer token bounded to own_user that pins
-    no user
+    no user (minted by an earlier build)
     WHEN it calls every memory op (reads, writes, deletes, evidence, inline and deferred
     extraction, observe.record and observe.crystallize) naming no user, or the shared user "-"
-    THEN each is refused with 400 "a token bounded to one user needs user_id", and nothing is
-    read, changed, queued or recorded.
+    THEN each is refused with 401 saying to mint one pinned to a user, and nothing is read,
+    changed, queued or recorded.
     """
     m.set(SHARED, "The office wifi is acme-guest.")
     before = memory_rows(pool, m.org)
-    tok = m.token("writer", read_scope="own_user")
+    tok = legacy_token(pool, org=m.org, read_scope="own_user")
     named = {} if user_id is None else {"user_id": user_id}
 
     for op, body in UNPINNED_OPS:
         status, data = m.post(op, token=tok, **body, **named)
-        assert status == 400, (op, data)
-        assert data["error"]["message"] == "a token bounded to one user needs user_id", op
+        assert status == 401, (op, data)
+        assert "mint one with --read-user-id" in data["error"]["message"], op
 
     assert memory_rows(pool, m.org) == before
     with pool.connection() as conn:
@@ -243,20 +251,22 @@ def test_an_own_user_token_without_a_pin_reaches_no_shared_row(m, pool, user_id)
             assert count.fetchone()[0] == 0, table
 
 
-def test_an_own_user_token_without_a_pin_acts_as_the_user_it_names(m, pool):
+def test_an_own_user_token_without_a_pin_no_longer_acts_as_the_user_it_names(m, pool):
     """GIVEN a namespace-shared row and a writer token bounded to own_user that pins no user
+    (minted by an earlier build: each call named the user it liked)
     WHEN it sets, gets and deletes that key naming user u1
-    THEN each answers 200 on u1's row; the shared row is untouched.
+    THEN each answers 401; no row of u1 is written and the shared row is untouched.
     """
     m.set(SHARED, "The office wifi is acme-guest.")
-    tok = m.token("writer", read_scope="own_user")
+    before = memory_rows(pool, m.org)
+    tok = legacy_token(pool, org=m.org, read_scope="own_user")
 
-    m.ok("memory.set", token=tok, key=SHARED, value="u1's wifi is home-net.", user_id="u1")
-    got = m.ok("memory.get", token=tok, key=SHARED, user_id="u1")["memory"]
-    assert (got["user_id"], got["value"]) == ("u1", "u1's wifi is home-net.")
-    assert m.ok("memory.delete", token=tok, key=SHARED, user_id="u1")["deleted"] is True
+    for op, body in (
+        ("memory.set", {"key": SHARED, "value": "u1's wifi is home-net."}),
+        ("memory.get", {"key": SHARED}),
+        ("memory.delete", {"key": SHARED}),
+    ):
+        status, data = m.post(op, token=tok, user_id="u1", **body)
+        assert status == 401, (op, data)
 
-    rows = {(r["user_id"], r["key"]): r for r in memory_rows(pool, m.org)}
-    assert rows[("-", SHARED)]["value"] == "The office wifi is acme-guest."
-    assert rows[("-", SHARED)]["retired_at"] is None
-    assert rows[("u1", SHARED)]["retired_at"] is not None
+    assert memory_rows(pool, m.org) == before

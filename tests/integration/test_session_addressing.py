@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.integration.test_session_support import Briefs, brief_rows
+from chalicelib.auth import Caller
+from chalicelib.errors import BadRequestError
+from chalicelib.registry import call
+from tests.integration.legacy_tokens import legacy_token
+from tests.integration.test_session_support import NS, Briefs, brief_rows
 
 
 @pytest.fixture
@@ -14,6 +20,16 @@ def b(api, deps, org):
 
 def stored_keys(pool, org) -> list[str]:
     return [r["brief_key"] for r in brief_rows(pool, org)]
+
+
+def save_in_session(b: Briefs, brief_key: str, user_id: str, session_id: str, **body: Any):
+    """A brief as an own_session token of an earlier build saved it (~<user>~<session>~<key>);
+    such tokens now answer 401, but their briefs remain."""
+    caller = Caller(org=b.org, role="writer", read_scope="own_session", principal="token:old")
+    body = {"namespace": NS, "agent": "a1", "brief_key": brief_key, **body}
+    return call(
+        "session.brief_save", {**body, "user_id": user_id, "session_id": session_id}, caller, b.deps
+    ).body
 
 
 def test_an_empty_key_with_project_and_branch_becomes_auto_project_branch(b, pool):
@@ -94,20 +110,22 @@ def test_an_own_user_token_stores_a_user_prefix_and_sees_the_bare_key(b, pool):
     assert listed["rendered"].startswith("notes ·")
 
 
-def test_an_own_session_token_stores_a_user_and_session_prefix(b, pool):
-    """GIVEN a writer token bounded to one session, calling as user u1 in session s1
-    WHEN it saves brief 'notes'
-    THEN the row is stored as ~u1~s1~notes, and the token sees it as 'notes'.
+def test_an_own_session_token_saves_no_brief(b, pool):
+    """GIVEN a writer token bounded to one session: not minted (it would store no session, so
+    each call would name its own), and one an earlier build minted
+    WHEN the earlier one saves, gets and lists brief 'notes' as user u1 in session s1
+    THEN each answers 401 and nothing is stored.
     """
-    tok = b.token("writer", read_scope="own_session")
+    with pytest.raises(BadRequestError, match="own_session is not minted"):
+        b.token("writer", read_scope="own_session")
+    tok = legacy_token(pool, org=b.org, read_scope="own_session")
     ident = {"user_id": "u1", "session_id": "s1"}
 
-    saved = b.save(token=tok, brief_key="notes", sections={"goal": "G"}, **ident)
+    for op in ("session.brief_save", "session.brief_get", "session.brief_list"):
+        status, data = b.post(op, token=tok, brief_key="notes", sections={"goal": "G"}, **ident)
+        assert status == 401, (op, data)
 
-    assert stored_keys(pool, b.org) == ["~u1~s1~notes"]
-    assert saved["brief_key"] == "notes"
-    assert b.get(token=tok, brief_key="notes", **ident)["brief_key"] == "notes"
-    assert [x["brief_key"] for x in b.list(token=tok, **ident)["briefs"]] == ["notes"]
+    assert stored_keys(pool, b.org) == []
 
 
 def test_a_namespace_wide_token_lists_the_prefixed_key_and_addresses_it(b, pool):
@@ -130,16 +148,14 @@ def test_a_namespace_wide_token_lists_the_prefixed_key_and_addresses_it(b, pool)
 
 
 def test_a_user_token_does_not_see_its_sessions_briefs_under_a_key_it_cannot_send(b, pool):
-    """GIVEN brief 'notes' saved by a token bounded to user u1's session s1, and brief 'plan'
-    by a token bounded to user u1
+    """GIVEN brief 'notes' saved by a token bounded to user u1's session s1 (an earlier build's
+    own_session token), and brief 'plan' by a token bounded to user u1
     WHEN the user token lists, and gets the newest brief with no key
     THEN it sees 'plan' only: never the session's brief as 's1~notes', a key it cannot send."""
-    session = b.token("writer", read_scope="own_session")
-    in_session = {"token": session, "brief_key": "notes", "user_id": "u1", "session_id": "s1"}
-    b.save(**in_session, sections={"goal": "N"})
+    save_in_session(b, "notes", "u1", "s1", sections={"goal": "N"})
     user = b.token("writer", read_scope="own_user", read_user_id="u1")
     b.save(token=user, brief_key="plan", sections={"goal": "P"})
-    b.save(**in_session, sections={"goal": "N2"})  # the session's brief is now the newest
+    save_in_session(b, "notes", "u1", "s1", sections={"goal": "N2"})  # now the newest
     assert stored_keys(pool, b.org) == ["~u1~plan", "~u1~s1~notes"]
     assert [x["brief_key"] for x in b.list(token=user)["briefs"]] == ["plan"]
     assert b.get(token=user)["brief_key"] == "plan"
@@ -159,18 +175,20 @@ def test_a_user_token_deletes_its_own_brief_not_the_namespaces_of_the_same_name(
 
 @pytest.mark.parametrize("scope", ["own_user", "own_session"])
 def test_a_bounded_token_cannot_send_a_tilde_key(b, pool, scope):
-    """GIVEN a token bounded to one user (or session)
+    """GIVEN a token bounded to one user (or to one session, as an earlier build minted)
     WHEN it saves, gets or deletes a key holding '~' (another user's brief among them)
-    THEN each answers 400 and nothing is stored.
+    THEN each answers 400 (401 for the session-bounded one, which no longer answers) and
+    nothing is stored.
     """
-    tok = b.token(
-        "writer", read_scope=scope, **({"read_user_id": "u1"} if scope == "own_user" else {})
-    )
+    if scope == "own_user":
+        tok, refused = b.token("writer", read_scope=scope, read_user_id="u1"), 400
+    else:
+        tok, refused = legacy_token(pool, org=b.org, read_scope=scope), 401
     ident = {"user_id": "u1", "session_id": "s1"}
     for key in ("~u2~notes", "a~b"):
         for op in ("session.brief_save", "session.brief_get", "session.brief_delete"):
             status, data = b.post(op, token=tok, brief_key=key, sections={"goal": "G"}, **ident)
-            assert status == 400, (op, key, status, data)
+            assert status == refused, (op, key, status, data)
     assert stored_keys(pool, b.org) == []
 
 

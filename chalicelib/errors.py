@@ -41,6 +41,10 @@ class ConflictError(LoomError):
     status, code = 409, "conflict"
 
 
+class PayloadTooLargeError(LoomError):
+    status, code = 413, "payload_too_large"
+
+
 class ValidationFailedError(LoomError):
     status, code = 422, "validation_error"
 

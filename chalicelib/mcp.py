@@ -14,24 +14,27 @@ from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.errors import ForbiddenError, LoomError, UnknownOpError
 from chalicelib.observability import logger
-from chalicelib.registry import OpSpec, call, output_schema, registered, unstorable
+from chalicelib.registry import (
+    OpSpec,
+    call,
+    op_description,
+    output_schema,
+    registered,
+    unstorable,
+)
 
 SERVER_INFO = {"name": "loom", "version": "0.1.0"}
 # The revisions that open a session with `initialize`, newest first (an unknown one asked for
 # is answered with the newest).
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-# The one version whose Streamable HTTP takes a JSON-RPC batch (it is also the version a
-# request without MCP-Protocol-Version is read as); 2025-06-18 removed batching.
-BATCH_VERSION = "2025-03-26"
 SESSION_HEADER = "Mcp-Session-Id"
 GENERIC_TOOL = "loom_op"
 INSTRUCTIONS = (
     "Loom is the memory of this agent: memory.search before answering from memory, memory.set"
     " for a fact you already know, memory.set_from_messages to have the server extract facts."
 )
-# (status, body: one JSON-RPC answer, a batch's answers or none, headers)
-Answer = tuple[int, dict[str, Any] | list[dict[str, Any]] | None, dict[str, str]]
-One = tuple[int, dict[str, Any] | None, dict[str, str]]  # one message's answer
+# (status, body: one JSON-RPC answer or none, headers)
+Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
 
 
 def tool_name(op: str) -> str:
@@ -61,10 +64,9 @@ def _input_schema(spec: OpSpec) -> dict[str, Any]:
 
 
 def _tool(spec: OpSpec) -> dict[str, Any]:
-    doc = (spec.fn.__doc__ or spec.name).strip().splitlines()[0]
     return {
         "name": tool_name(spec.name),
-        "description": doc,
+        "description": op_description(spec),
         "inputSchema": _input_schema(spec),
         "outputSchema": output_schema(spec),
         "annotations": {
@@ -171,8 +173,11 @@ def handle(
     caller: Caller,
     deps: Deps,
 ) -> Answer:
-    """One JSON-RPC message (a request answers 200 with its result, a notification 202), or a
-    batch of them (2025-03-26): an array of the requests' answers."""
+    """One JSON-RPC message: a request answers 200 with its result, a notification 202.
+
+    A batch (a JSON array) is refused whole, none of its messages run: MCP removed batching in
+    2025-06-18, and one POST running hundreds of tool calls would escape every per-request
+    bound. Every revision's client can send its messages one a POST."""
     try:
         msg = json.loads(raw or b"", parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -182,16 +187,10 @@ def handle(
         known = ", ".join(PROTOCOL_VERSIONS)
         return 400, _error(None, -32600, f"unsupported MCP-Protocol-Version {asked!r}; "
                            f"this server speaks {known}"), {}  # fmt: skip
-    if not isinstance(msg, list):
-        return _one(msg, query, headers, caller, deps, in_batch=False)
-    if asked is not None and asked != BATCH_VERSION:
-        return 400, _error(None, -32600, f"invalid request: MCP {asked} takes one JSON-RPC "
-                           "message a POST, not a batch"), {}  # fmt: skip
-    if not msg:
-        return 400, _error(None, -32600, "invalid request: an empty batch"), {}
-    answers = (_one(m, query, headers, caller, deps, in_batch=True)[1] for m in msg)
-    replies: list[dict[str, Any]] = [a for a in answers if a is not None]
-    return (200, replies, {}) if replies else (202, None, {})
+    if isinstance(msg, list):
+        return 400, _error(None, -32600, "invalid request: one JSON-RPC message a POST; this"
+                           " server takes no batch"), {}  # fmt: skip
+    return _one(msg, query, headers, caller, deps)
 
 
 def _no_constant(name: str) -> Any:
@@ -213,9 +212,7 @@ def _one(
     headers: Mapping[str, str],
     caller: Caller,
     deps: Deps,
-    *,
-    in_batch: bool,
-) -> One:
+) -> Answer:
     from chalicelib.store import mcp_sessions
 
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
@@ -233,8 +230,6 @@ def _one(
     session: dict[str, Any] | None = None  # the caller's open session, when it names one
     extra: dict[str, str] = {}
     if method == "initialize":
-        if in_batch:
-            return 200, _error(req_id, -32600, "initialize may not be part of a batch"), extra
         asked = params.get("protocolVersion")
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
         info = params.get("clientInfo") or {}

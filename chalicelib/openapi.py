@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.registry import output_schema, registered
+from chalicelib.registry import op_description, output_schema, registered
 
 _REF = "#/components/schemas/{model}"
 ERROR_SCHEMA = {
@@ -24,6 +24,7 @@ _STATUSES = {
     "403": "The token's role, org, namespace or read scope does not allow it",
     "404": "Unknown op",
     "409": "A compare-and-set or limit conflict",
+    "413": "The body is larger than LOOM_MAX_REQUEST_BYTES (10 MB by default)",
     "422": "The body failed validation",
     "502": "The model provider failed",
     "503": "A dependency is unavailable; try again",
@@ -52,6 +53,7 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "operationId": name,
                 "summary": (spec.fn.__doc__ or name).strip().splitlines()[0],
+                "description": op_description(spec),
                 "tags": [name.split(".", 1)[0]],
                 "x-loom-role": spec.role,
                 "x-loom-kind": spec.kind,

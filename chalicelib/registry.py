@@ -108,6 +108,12 @@ def output_schema(spec: OpSpec, ref_template: str = "#/$defs/{model}") -> dict[s
     return schema
 
 
+def op_description(spec: OpSpec) -> str:
+    """The op's docstring as its callers read it (MCP's tool description, OpenAPI's): limits
+    such as a request's model-call ceiling are stated there."""
+    return inspect.cleandoc(spec.fn.__doc__ or spec.name)
+
+
 def registered() -> dict[str, OpSpec]:
     """Every op, with the plane modules imported so their decorators have run."""
     import chalicelib.ops  # noqa: F401

@@ -8,11 +8,11 @@ from urllib.parse import quote, urlsplit
 
 from chalicelib.auth import resolve_caller
 from chalicelib.deps import Deps
-from chalicelib.errors import ForbiddenError, LoomError, UnknownOpError
+from chalicelib.errors import ForbiddenError, LoomError, PayloadTooLargeError, UnknownOpError
 from chalicelib.observability import logger
 from chalicelib.registry import as_unavailable, call, parse_body
 
-Answer = tuple[int, dict[str, Any] | list[dict[str, Any]] | None, dict[str, str]]
+Answer = tuple[int, dict[str, Any] | None, dict[str, str]]
 IGNORED_HEADER = "X-Loom-Ignored-Args"
 
 
@@ -21,6 +21,7 @@ def handle_op(
 ) -> Answer:
     """POST /v1/<op>: a JSON answer, or the JSON error body with the error's status."""
     try:
+        check_body_size(raw_body, deps)
         check_origin(headers, deps, mcp=False)
         caller = resolve_caller(headers, deps)
         result = call(name, parse_body(raw_body), caller, deps)
@@ -35,6 +36,21 @@ def handle_op(
         return 500, body, {}
     extra = {IGNORED_HEADER: ignored_header(result.ignored)} if result.ignored else {}
     return 200, result.body, extra
+
+
+def check_body_size(raw_body: bytes | str | None, deps: Deps) -> None:
+    """Refuse a body over LOOM_MAX_REQUEST_BYTES with 413 before it is parsed, as API Gateway
+    refuses one over its 10 MB (so `loom serve` refuses what a deployment would)."""
+    limit = deps.settings.max_request_bytes
+    if isinstance(raw_body, str):
+        size = len(raw_body.encode("utf-8", "surrogatepass"))
+    else:
+        size = len(raw_body or b"")
+    if size > limit:
+        raise PayloadTooLargeError(
+            f"the request body is {size:,} bytes; at most {limit:,} are accepted"
+            " (LOOM_MAX_REQUEST_BYTES)"
+        )
 
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -152,6 +168,7 @@ def handle_mcp(
     from chalicelib import mcp
 
     try:
+        check_body_size(raw_body, deps)
         check_origin(headers, deps, mcp=True)
         caller = resolve_caller(headers, deps)
         return mcp.handle(raw_body, query, headers, caller, deps)

@@ -18,6 +18,9 @@ class OpenAIStub:
         self.chat_reply = chat_reply or (lambda req: '{"ok": true}')
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.fail_next = 0
+        # How a failed request is answered (a provider's 401 can quote part of the key sent).
+        self.fail_status = 500
+        self.fail_message = "stub told to fail"
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,7 +32,8 @@ class OpenAIStub:
                 stub.requests.append((self.path, body))
                 if stub.fail_next > 0:
                     stub.fail_next -= 1
-                    self._send(500, {"error": {"message": "stub told to fail"}})
+                    error = {"message": stub.fail_message, "type": "invalid_request_error"}
+                    self._send(stub.fail_status, {"error": error})
                 elif self.path.endswith("/embeddings"):
                     self._send(200, stub.embeddings(body))
                 elif self.path.endswith("/chat/completions"):

@@ -16,6 +16,7 @@ from chalicelib.auth import Caller
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
 from chalicelib.errors import BadRequestError, LoomError
+from chalicelib.observability import logger
 
 DEFAULT_STEPS = (
     "loom.fetch_namespace_categories",
@@ -93,6 +94,7 @@ class Run:
     drops: list[tuple[str, str, int, str]] = field(default_factory=list)
     pipeline_errors: list[str] = field(default_factory=list)
     stage_ms: dict[str, float] = field(default_factory=dict)
+    model_calls: int = 0  # made (a cached answer is none), held to the request's ceiling
     tokens_in: int = 0
     tokens_out: int = 0
     cached_tokens_in: int = 0
@@ -161,5 +163,10 @@ def run_step(run: Run, name: str, fn: Step) -> None:
         run.pipeline_errors.append(f"{name}:{exc.message[:200]}")
     except Exception as exc:
         if name == "loom.llm_extract":
-            raise ExtractionFailedError(f"the extraction call failed: {exc}") from exc
+            # An unforeseen error's text may carry what the tenant must not read (a
+            # provider's answer): the log has it, the answer its type.
+            logger.exception("extraction call failed", extra={"step": name})
+            raise ExtractionFailedError(
+                f"the extraction call failed ({type(exc).__name__}); see the server log"
+            ) from exc
         run.pipeline_errors.append(f"{name}:{type(exc).__name__}")

@@ -9,10 +9,18 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Any
 
-from chalicelib.errors import UpstreamError
+from chalicelib.config import Settings
+from chalicelib.errors import UpstreamError, ValidationFailedError
 from chalicelib.extraction import prompts
 from chalicelib.extraction.durable import is_activity_narration, non_durable_reason
-from chalicelib.extraction.pipeline import ExtractionFailedError, Fact, Run, step
+from chalicelib.extraction.pipeline import (
+    DEFAULT_STEPS,
+    ExtractionFailedError,
+    Fact,
+    Run,
+    is_coding_capture,
+    step,
+)
 from chalicelib.legs import beside
 from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.providers.embedder import EmbedderError
@@ -48,6 +56,15 @@ def call_model(run: Run, system: str, user: str, model: str | None = None) -> di
         text, tokens_in, _ = cached
         run.cached_tokens_in += tokens_in
         return dict(json.loads(text))
+    # The request was refused up front if its plan needed more; this holds the ceiling for
+    # an operator's own steps too.
+    ceiling = run.live.memory_extract_max_model_calls
+    if run.model_calls >= ceiling:
+        raise ValidationFailedError(
+            f"this request reached its ceiling of {ceiling} model calls"
+            " (LOOM_MEMORY_EXTRACT_MAX_MODEL_CALLS)"
+        )
+    run.model_calls += 1
     result = llm.complete(system, user, json_output=True, model=model)
     run.tokens_in += result.tokens_in
     run.tokens_out += result.tokens_out
@@ -95,14 +112,18 @@ def fetch_existing_memories(run: Run) -> None:
     run.existing = [(r["key"], r["value"]) for r in rows]
 
 
-def _segments(run: Run) -> list[list[tuple[int, dict[str, Any]]]]:
-    """Turns cut into windows of LOOM_MEMORY_EXTRACT_SIZE_SEGMENT_CHARS (turn-aligned)."""
-    indexed = list(enumerate(run.messages))
-    limit = run.live.memory_extract_size_segment_chars
-    total = sum(len(m["content"]) for m in run.messages)
-    if not run.live.memory_extract_size_segment_enabled or total <= limit:
-        return [indexed]
-    out: list[list[tuple[int, dict[str, Any]]]] = [[]]
+Segment = list[tuple[int, dict[str, Any]]]
+
+
+def segment_messages(messages: list[dict[str, Any]], live: Settings) -> tuple[list[Segment], str]:
+    """Turns cut into windows of LOOM_MEMORY_EXTRACT_SIZE_SEGMENT_CHARS (turn-aligned), and
+    the segmenter that cut them (whole or size)."""
+    indexed = list(enumerate(messages))
+    limit = live.memory_extract_size_segment_chars
+    total = sum(len(m["content"]) for m in messages)
+    if not live.memory_extract_size_segment_enabled or total <= limit:
+        return [indexed], "whole"
+    out: list[Segment] = [[]]
     size = 0
     for i, m in indexed:
         if out[-1] and size + len(m["content"]) > limit:
@@ -110,8 +131,21 @@ def _segments(run: Run) -> list[list[tuple[int, dict[str, Any]]]]:
             size = 0
         out[-1].append((i, m))
         size += len(m["content"])
-    run.segmenter = "size"
-    return out
+    return out, "size"
+
+
+def planned_model_calls(
+    messages: list[dict[str, Any]], extra_tags: list[str], steps: list[str] | None, live: Settings
+) -> int:
+    """The most model calls a run of these steps makes: each loom.llm_extract one a segment
+    and the coverage sweep's, each loom.verify_durable one a verifier model (coding captures
+    only). What the response cache answers is no call, so a run may make fewer."""
+    segments = len(segment_messages(messages, live)[0])
+    sweep = 1 if live.memory_extract_coverage_sweep_enabled else 0
+    verifiers = len(live.memory_extract_verify_models) if is_coding_capture(extra_tags) else 0
+    names = steps or list(DEFAULT_STEPS)
+    extracts = names.count("loom.llm_extract")
+    return extracts * (segments + sweep) + names.count("loom.verify_durable") * verifiers
 
 
 def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
@@ -179,7 +213,7 @@ def _anchor(run: Run, indices: list[int]) -> datetime | None:
     return run.valid_at
 
 
-def _extract(run: Run, segment: list[tuple[int, dict[str, Any]]], system: str) -> None:
+def _extract(run: Run, segment: Segment, system: str) -> None:
     user = prompts.transcript_prompt(
         segment=segment,
         context=run.last_messages,
@@ -213,7 +247,7 @@ def llm_extract(run: Run) -> None:
     system = prompts.system_prompt(
         prompts.EXTRACT_SYSTEM, run.instructions, run.policy, agent_learnings=run.agent_learnings
     )
-    segments = _segments(run)
+    segments, run.segmenter = segment_messages(run.messages, run.live)
     run.segments = len(segments)
     for segment in segments:
         _extract(run, segment, system)

@@ -243,6 +243,20 @@ class TurnOut(OpOutput):
     ts: datetime
 
 
+def within_bytes(rows: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The first turns whose JSON, as the answer writes it, fits in `budget` bytes; the first
+    turn always, so a page of one turn larger than the budget still moves the reader on."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for row in rows:
+        size = len(json.dumps(TurnOut(**row).model_dump(mode="json"), separators=(",", ":")))
+        if kept and used + size > budget:
+            break
+        kept.append(row)
+        used += size
+    return kept
+
+
 class GetInput(AgentScoped):
     thread_id: ThreadId
     include_messages: bool = False
@@ -268,7 +282,10 @@ class GetOutput(OpOutput):
 
 @op("conversation.get", role="viewer", kind="read", mcp="unlisted")
 def get(inp: GetInput, ctx: OpContext) -> GetOutput:
-    """One thread's metadata, and a page of its turns when asked."""
+    """One thread's metadata, and a page of its turns when asked.
+
+    A page ends early once its turns reach LOOM_CONVERSATION_PAGE_MAX_BYTES of JSON (1 MiB by
+    default; one turn always): the next starts at offset + len(messages)."""
     agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with ctx.deps.pool.connection() as conn:
@@ -278,18 +295,22 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
         found = bool(thread) or msg_count > 0
         if not found and agent is not None:
             found = store.count_live_turns(conn, *scope, None) > 0
-        rows = []
+        rows: list[dict[str, Any]] = []
         if inp.include_messages:
-            rows = store.page_turns(
+            budget = ctx.live().conversation_page_max_bytes
+            fetched, _ = store.page_turns(
                 conn,
                 org=inp.org,
                 namespace=inp.namespace,
                 thread_id=inp.thread_id,
                 agent=agent,
                 limit=inp.limit,
+                max_bytes=budget,
                 offset=inp.offset,
                 descending=inp.order == "desc",
             )
+            rows = within_bytes(fetched, budget)
+    # A page the byte budget cut short goes on at offset + len(messages), or at next_cursor.
     more = inp.order == "asc" and rows and inp.offset + len(rows) < msg_count
     next_cursor = encode_cursor(rows[-1]["ts"], rows[-1]["msg_id"]) if more else None
     latest_writer = max(rows, key=lambda r: (r["ts"], r["msg_id"]))["agent"] if rows else ""
@@ -325,24 +346,29 @@ class ListOutput(OpOutput):
 
 @op("conversation.list", role="viewer", kind="read", mcp="unlisted")
 def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
-    """A thread's turns, oldest first, by keyset cursor: no turn skipped or repeated."""
+    """A thread's turns, oldest first, by keyset cursor: no turn skipped or repeated.
+
+    A page ends early once its turns reach LOOM_CONVERSATION_PAGE_MAX_BYTES of JSON (1 MiB by
+    default; one turn always); next_cursor goes on from the last turn it holds."""
     after = None
     if inp.cursor:
         ts, (msg_id,) = decode_cursor(inp.cursor, 1)
         after = (ts, msg_id)
+    budget = ctx.live().conversation_page_max_bytes
     with ctx.deps.pool.connection() as conn:
-        rows = store.page_turns(
+        rows, held = store.page_turns(
             conn,
             org=inp.org,
             namespace=inp.namespace,
             thread_id=inp.thread_id,
             agent=any_agent(inp.agent),
-            limit=inp.limit + 1,
+            limit=inp.limit + 1,  # one more than the page: whether a next page exists
+            max_bytes=budget,
             after=after,
             run_id=None if inp.run_id in (None, "-") else inp.run_id,
         )
-    page = rows[: inp.limit]
-    more = len(rows) > inp.limit
+    page = within_bytes(rows[: inp.limit], budget)
+    more = len(page) < held  # turns past the limit, or cut by the byte budget
     return ListOutput(
         rows=[TurnOut(**r) for r in page],
         next_cursor=encode_cursor(page[-1]["ts"], page[-1]["msg_id"]) if more else None,

@@ -9,8 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
-import chalicelib.extraction.steps  # noqa: F401  (registers the default steps)
-from chalicelib.errors import BadRequestError
+from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.extraction.pipeline import (
     MAX_STEPS,
     Run,
@@ -19,7 +18,8 @@ from chalicelib.extraction.pipeline import (
     run_pipeline,
     run_step,
 )
-from chalicelib.extraction.records import extract_record
+from chalicelib.extraction.records import VALIDATION_RETRIES, extract_record
+from chalicelib.extraction.steps import planned_model_calls  # (registers the default steps)
 from chalicelib.memory_writer import Entry, mint_key, write_entries
 from chalicelib.ops.common import Moment, OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
@@ -116,10 +116,18 @@ class SetFromMessagesOutput(OpOutput):
 
 @op("memory.set_from_messages", role="writer", kind="write", mcp="core", scopes=USER_SCOPES)
 def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessagesOutput:
-    """Store the turns as evidence, extract durable facts, and write them with verdicts."""
+    """Store the turns as evidence, extract durable facts, and write them with verdicts.
+
+    One request makes at most LOOM_MEMORY_EXTRACT_MAX_MODEL_CALLS model calls (100 by
+    default), each tried at most twice: one per segment of the transcript
+    (LOOM_MEMORY_EXTRACT_SIZE_SEGMENT_CHARS, 12,000 characters by default), one for the
+    coverage sweep and one per verifier model when those are on; a typed record takes up to 3.
+    A request that could take more is refused with 422 before any call: send its turns in
+    smaller requests."""
     if inp.record_schema is not None and not inp.memory_key:
         raise BadRequestError("record_schema needs memory_key: the key the record is written at")
     check_steps(inp.pipeline_steps)
+    check_model_calls(inp, ctx)
     live = ctx.live()
     deps = ctx.deps
     deferred_by = _deferral(inp, ctx)
@@ -195,6 +203,30 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     )
     _name_unapplied(inp, ctx, out)
     return out
+
+
+def check_model_calls(inp: SetFromMessagesInput, ctx: OpContext) -> None:
+    """Refuse (422), before any model call and before a deferred request is queued, one whose
+    extraction could make more model calls than LOOM_MEMORY_EXTRACT_MAX_MODEL_CALLS."""
+    if not ctx.deps.llm.answers:
+        return  # the stock fake is never called
+    live = ctx.live()
+    ceiling = live.memory_extract_max_model_calls
+    if inp.record_schema is not None:
+        needed, why = 1 + VALIDATION_RETRIES, "a typed record and its retries"
+    else:
+        messages = [{"content": m.content} for m in inp.messages]
+        needed = planned_model_calls(messages, inp.extra_tags, inp.pipeline_steps, live)
+        why = (
+            f"one a segment of {live.memory_extract_size_segment_chars:,} characters, with"
+            " the coverage sweep and verifiers when on"
+        )
+    if needed > ceiling:
+        raise ValidationFailedError(
+            f"messages: this request could take {needed} model calls ({why}); a request"
+            f" makes at most {ceiling} (LOOM_MEMORY_EXTRACT_MAX_MODEL_CALLS): send the turns"
+            " in smaller requests"
+        )
 
 
 def _name_unapplied(inp: SetFromMessagesInput, ctx: OpContext, out: SetFromMessagesOutput) -> None:

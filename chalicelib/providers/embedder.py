@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from chalicelib.config import Settings
-from chalicelib.providers.openai_client import LazyOpenAI
+from chalicelib.providers.openai_client import LazyOpenAI, failure_text
 
 OPENAI_MAX_BATCH = 2048
 EMBED_CHARS = 2048  # a text is embedded from its first this many characters
@@ -133,8 +133,8 @@ class OpenAIEmbedder:
             extra = {"dimensions": self.dim} if self._ask_dimensions else {}
             try:
                 resp = self._openai().embeddings.create(model=self.name, input=batch, **extra)
-            except Exception as exc:
-                raise EmbedderError(f"embedding request failed: {exc}") from exc
+            except Exception as exc:  # reaches tenants (a stored embed error): no provider text
+                raise EmbedderError(failure_text(exc, "embedding provider")) from exc
             rows = sorted(resp.data, key=lambda d: d.index)
             if len(rows) != len(batch) or any(len(d.embedding) != self.dim for d in rows):
                 raise EmbedderError(

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from chalicelib.providers.openai_client import LazyOpenAI
+from chalicelib.providers.openai_client import LazyOpenAI, failure_text
 
 
 class LLMError(Exception):
@@ -95,9 +95,10 @@ class OpenAILLM:
                 **extra,
             )
         except Exception as exc:
+            said = failure_text(exc, "model provider")  # reaches tenants: no provider text
             if _unreachable(exc):
-                raise LLMUnavailableError(f"model provider unreachable: {exc}") from exc
-            raise LLMError(f"model call failed: {exc}") from exc
+                raise LLMUnavailableError(said) from exc
+            raise LLMError(said) from exc
         text = resp.choices[0].message.content or ""
         usage = resp.usage
         return _result(

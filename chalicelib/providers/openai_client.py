@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.observability import logger
+
 MAX_RETRIES = 1  # a call is tried at most twice, each try bounded by the timeout
 
 
@@ -26,3 +28,24 @@ class LazyOpenAI:
                 timeout=self._timeout,
             )
         return self._client
+
+
+def failure_text(exc: Exception, provider: str) -> str:
+    """What a failed call may say to the tenant it was made for: the provider's status code, or
+    the kind of failure. Never the provider's own words, which can quote part of the platform's
+    API key ("Incorrect API key provided: sk-...") or name its account: they are logged here,
+    where only an operator reads them."""
+    import openai
+
+    status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+    logger.warning(
+        f"{provider} call failed",
+        extra={"provider_status": status, "error_type": type(exc).__name__, "error": str(exc)},
+    )
+    if status is not None:
+        return f"the {provider} answered {status}; see the server log"
+    if isinstance(exc, openai.APITimeoutError):  # a kind of APIConnectionError: asked first
+        return f"the {provider} did not answer in time; see the server log"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"the {provider} could not be reached; see the server log"
+    return f"the {provider} call failed ({type(exc).__name__}); see the server log"

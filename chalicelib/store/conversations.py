@@ -478,12 +478,16 @@ def page_turns(
     thread_id: str,
     agent: str | None,
     limit: int,
+    max_bytes: int,
     offset: int = 0,
     descending: bool = False,
     after: tuple[datetime, str] | None = None,
     run_id: str | None = None,
-) -> list[dict[str, Any]]:
-    """Live turns of a thread, by (ts, msg_id); `after` is a keyset cursor (ascending only)."""
+) -> tuple[list[dict[str, Any]], int]:
+    """Live turns of a thread, by (ts, msg_id); `after` is a keyset cursor (ascending only).
+    Of the next `limit`, those whose text (content, reasoning, metadata) fits in `max_bytes`,
+    the first always; and how many of the `limit` there were. Sizes are read from the rows'
+    headers (octet_length does not fetch a toasted value): only the turns kept are fetched."""
     conds = [
         sql.SQL("c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"),
         sql.SQL("c.tombstoned_at IS NULL"),
@@ -493,14 +497,25 @@ def page_turns(
         conds.append(sql.SQL("c.run_id = %(run)s"))
     if after is not None:
         conds.append(sql.SQL("(c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s)"))
-    direction = sql.SQL("DESC" if descending else "ASC")
     query = sql.SQL(
-        "SELECT {cols} FROM loom.conversations c WHERE {where}"
+        "WITH page AS ("
+        " SELECT c.agent, c.msg_id, c.ts, octet_length(c.content) + octet_length(c.reasoning)"
+        " + pg_column_size(c.metadata) AS bytes"
+        " FROM loom.conversations c WHERE {where}"
         " ORDER BY c.ts {dir}, c.msg_id {dir} LIMIT %(limit)s OFFSET %(offset)s"
+        "), placed AS ("
+        " SELECT agent, msg_id, ts, count(*) OVER () AS held, sum(bytes) OVER"
+        " (ORDER BY ts {dir}, msg_id {dir} ROWS UNBOUNDED PRECEDING) - bytes AS before"
+        " FROM page"
+        ")"
+        " SELECT {cols}, p.held FROM placed p JOIN loom.conversations c"
+        " ON c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"
+        " AND c.agent = p.agent AND c.msg_id = p.msg_id"
+        " WHERE p.before < %(max_bytes)s ORDER BY p.ts {dir}, p.msg_id {dir}"
     ).format(
         cols=sql.SQL(", ".join(f"c.{col.strip()}" for col in TURN_COLUMNS.split(","))),
         where=sql.SQL(" AND ").join(conds),
-        dir=direction,
+        dir=sql.SQL("DESC" if descending else "ASC"),
     )
     params = {
         "org": org,
@@ -512,9 +527,14 @@ def page_turns(
         "after_id": after[1] if after else None,
         "limit": limit,
         "offset": offset,
+        "max_bytes": max_bytes,
     }
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query, params).fetchall()
+        rows = cur.execute(query, params).fetchall()
+    held = int(rows[0]["held"]) if rows else 0
+    for row in rows:
+        del row["held"]
+    return rows, held
 
 
 def recent_threads(

@@ -90,7 +90,7 @@ def process_job(deps: Deps, queue_id: str) -> str:
     except Exception as exc:
         _erase_again(deps, job)
         unreachable = _unreachable(exc)
-        error = exc.message if isinstance(exc, LoomError) else f"{type(exc).__name__}: {exc}"
+        error = _stored_error(exc, queue_id)
         base = (
             UNREACHABLE_DELAY
             if unreachable
@@ -118,6 +118,18 @@ def process_job(deps: Deps, queue_id: str) -> str:
     with deps.pool.connection() as conn:
         finished = store.finish(conn, queue_id, result, lease)
     return "done" if finished else _lost(queue_id)
+
+
+def _stored_error(exc: Exception, queue_id: str) -> str:
+    """The last_error the batch's tenant reads (memory.extraction_status_mine): a LoomError's
+    own message (written for the caller), else only the error's type; its text, which may
+    carry what no tenant should read, goes to the log."""
+    if isinstance(exc, LoomError):
+        return exc.message
+    logger.error(
+        "deferred extraction raised", extra={"queue_id": queue_id, "error": repr(exc)[:2000]}
+    )
+    return f"internal error ({type(exc).__name__}); see the server log"
 
 
 def _erase_again(deps: Deps, job: dict[str, Any]) -> None:

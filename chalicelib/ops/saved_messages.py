@@ -87,6 +87,10 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     model = deps.embedder.name
     key = (inp.org, inp.namespace, inp.conversation_id, inp.message_id)
 
+    # A token pinned to one user saves only rows that are new or already that user's: claiming
+    # a shared turn would hand it a transcript read its scope refuses.
+    shared_ok = not ctx.caller.bounded
+
     def answer(indexed: bool, reason: SaveReason, ts: datetime | None = None) -> SaveOutput:
         return SaveOutput(
             conversation_id=inp.conversation_id,
@@ -102,7 +106,7 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
         with read_connection(deps.pool) as conn:
             copy = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
         if copy is not None:
-            refusal = _refusal(copy, inp.user_id)
+            refusal = _refusal(copy, inp.user_id, shared_ok)
             if refusal:
                 return answer(False, refusal)
             if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
@@ -140,15 +144,17 @@ def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
             if landed is None:
                 store.insert_saved_turn(conn, turn)
             else:
-                refusal = _refusal(landed, inp.user_id)
+                refusal = _refusal(landed, inp.user_id, shared_ok)
                 if refusal:
                     return answer(False, refusal)
                 turn = replace(turn, agent=landed["agent"])
-            claimed = store.claim_saved(conn, *key[:3], turn.agent, inp.message_id, inp.user_id)
+            claimed = store.claim_saved(
+                conn, *key[:3], turn.agent, inp.message_id, inp.user_id, shared_ok=shared_ok
+            )
             if claimed is None:
                 conn.rollback()
                 latest = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
-                refusal = _refusal(latest, inp.user_id) if latest else ""
+                refusal = _refusal(latest, inp.user_id, shared_ok) if latest else ""
                 if refusal:
                     return answer(False, refusal)
                 continue  # the copy went meanwhile: read the message again
@@ -185,13 +191,15 @@ def _moved(read: dict[str, Any] | None, now: dict[str, Any] | None, content: str
     )
 
 
-def _refusal(copy: dict[str, Any], user: str) -> SaveReason:
-    """Why a stored message cannot be saved by `user`, or "" when it can."""
+def _refusal(copy: dict[str, Any], user: str, shared_ok: bool) -> SaveReason:
+    """Why a stored message cannot be saved by `user`, or "" when it can; a shared row ("-")
+    is another owner's unless `shared_ok`."""
     if copy["deleted"]:
         return "deleted"
     if copy["role"] not in ("user", "assistant"):
         return "unsupported_role"
-    if copy["user_id"] not in ("-", user) or copy["saved_elsewhere"]:
+    owners = ("-", user) if shared_ok else (user,)
+    if copy["user_id"] not in owners or copy["saved_elsewhere"]:
         return "owner_mismatch"
     if copy["vector_owner"] not in (None, "-", user):
         # The copies share one vector row, and it indexes another user's copy: saving this one

@@ -95,10 +95,18 @@ def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
 
 
 def claim_saved(
-    conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_id: str, user: str
+    conn: Connection,
+    org: str,
+    namespace: str,
+    thread_id: str,
+    agent: str,
+    msg_id: str,
+    user: str,
+    *,
+    shared_ok: bool = True,
 ) -> dict[str, Any] | None:
     """Flag the row saved for `user` if nobody else owns it (and nobody else saved another
-    copy of the message), in the mutation itself."""
+    copy of the message), in the mutation itself; a shared row ("-") only when `shared_ok`."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "UPDATE loom.conversations SET user_id = %(user)s, is_saved = true,"
@@ -107,7 +115,8 @@ def claim_saved(
             " (saved_tsv, saved_len) = " + _LEXICON + ""
             " WHERE org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s"
             " AND agent = %(agent)s AND msg_id = %(msg_id)s AND tombstoned_at IS NULL"
-            " AND user_id IN ('-', %(user)s) AND role IN ('user', 'assistant')"
+            " AND (user_id = %(user)s OR (%(shared_ok)s AND user_id = '-'))"
+            " AND role IN ('user', 'assistant')"
             " AND NOT EXISTS (" + _SAVED_ELSEWHERE + ")"
             " RETURNING role, run_id, ts, saved_at",
             {
@@ -117,6 +126,7 @@ def claim_saved(
                 "thread": thread_id,
                 "agent": agent,
                 "msg_id": msg_id,
+                "shared_ok": shared_ok,
             },
         ).fetchone()
 

@@ -181,3 +181,71 @@ def test_an_unpinned_user_bounded_token_reaches_no_shared_row(t, pool, org, op, 
     assert status == 401 and "--read-user-id" in body["error"]["message"], body
     assert snapshot(pool, org) == before
 
+
+def test_a_pinned_token_cannot_read_a_shared_turn_by_saving_it(t, pool, org):
+    """GIVEN a turn stored with no user (user_id "-") and a writer token pinned to u1, which
+    transcript reads refuse
+    WHEN the pinned token saves that turn, then lists and searches its saved messages
+    THEN the save answers owner_mismatch and shows none of the text; the row stays shared and
+    unsaved, and u1's saved messages hold nothing of it. An unpinned writer saving it for u1
+    still claims it, as before.
+    """
+    t.append("c1", "the vault combination is kept in the blue ledger", msg_id="m1")
+    tok = pinned(t)
+    assert t.post("conversation.get", token=tok, agent="", thread_id="c1")[0] == 403
+
+    status, out = t.post(
+        "conversation.save_message",
+        token=tok,
+        agent="a1",
+        conversation_id="c1",
+        message_id="m1",
+        role="user",
+        content="anything",
+    )
+
+    assert status == 200, out
+    assert (out["indexed"], out["reason"]) == (False, "owner_mismatch")
+    assert "ledger" not in str(out)
+    (row,) = transcript(pool, org, "m1")
+    assert (row["user_id"], row["is_saved"]) == ("-", False)
+    listed = t.ok("conversation.list_saved_messages", token=tok, agent="*")
+    assert listed["rows"] == []
+    hits = t.ok("conversation.search_saved_messages", token=tok, agent="*", query="blue ledger")
+    assert hits["hits"] == []
+    claimed = save(t, "c1", "m1", user="u1")
+    assert (claimed["indexed"], claimed["reason"]) == (True, "")
+
+
+def test_a_pinned_token_still_saves_a_new_message_and_its_own_rows(t, pool, org):
+    """GIVEN a token pinned to u1, a turn stored as u1's and a message not yet stored
+    WHEN the token saves both
+    THEN both are saved for u1: the rule refuses shared rows only.
+    """
+    t.append("c1", "u1 asked for the ferry timetable", msg_id="m1", user_id="u1")
+    tok = pinned(t)
+
+    own = t.ok(
+        "conversation.save_message",
+        token=tok,
+        agent="a1",
+        conversation_id="c1",
+        message_id="m1",
+        role="user",
+        content="ignored",
+    )
+    new = t.ok(
+        "conversation.save_message",
+        token=tok,
+        agent="a1",
+        conversation_id="c2",
+        message_id="m9",
+        role="user",
+        content="a fresh note about the harbour",
+    )
+
+    assert (own["reason"], new["reason"]) == ("", "")
+    assert {
+        r["message_id"]
+        for r in t.ok("conversation.list_saved_messages", token=tok, agent="*")["rows"]
+    } == {"m1", "m9"}

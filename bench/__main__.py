@@ -59,7 +59,7 @@ def _sizes(quick: bool) -> str:
         f" user among {saved_search.OTHER_USERS + 1}; {deferred.SIZES[mode]:,} deferred jobs;"
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
-        f" the guard on {len(guard.PREFIXES) * len(guard.PUMPS) * 3:,} adversarial texts;"
+        f" the guard on {guard.TEXTS:,} adversarial texts;"
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
     )
 

@@ -1,21 +1,22 @@
 """The sensitivity guard on adversarial text: its worst 100 KB against 100 KB of prose.
 
 An adversarial text opens every detector's literal gate, then repeats what a detector starts
-to read and gives up on: a prefix of its pattern, a run of a class it reads, or both by turns.
-The texts are generated from each detector's prefixes and a set of pumps, screened at 10 KB,
-and the slowest are timed again at full size. Python's `re` holds the interpreter lock, so a
-text the guard reads slowly stalls every request of every tenant.
+to read and gives up on: a prefix of its pattern, a run of a class it reads, or both by turns;
+or it holds candidates that differ each time. The texts are screened at 10 KB and the slowest
+timed again at full size. Python's `re` holds the interpreter lock, so a text the guard reads
+slowly stalls every request of every tenant.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from bench.harness import BenchDb, Figure, say
 from chalicelib.sensitivity import high_shapes
 
 SIZE = 100_000
+SHAPES = 4
 SCREEN_SIZE = 10_000
 CONFIRM = {"quick": 4, "full": 12}  # the slowest screened texts, timed again at full size
 # Every detector's gate literal once: the cheapest way for a text to be read by all of them.
@@ -92,19 +93,59 @@ PUMPS = (
 )
 
 
+def _luhn_broken(digits: str) -> str:
+    """digits with a last digit that fails Luhn's check: no card, so every one is judged."""
+    total = sum(
+        (2 * int(d) - 9 if int(d) > 4 else 2 * int(d)) if i % 2 == 0 else int(d)
+        for i, d in enumerate(reversed(digits))
+    )
+    return digits + str((10 - total % 10 + 1) % 10)  # one past the check digit
+
+
+def _different(unit: Callable[[int], str], size: int) -> str:
+    """Units, each a different candidate, to `size` characters."""
+    out: list[str] = []
+    length, i = 0, 0
+    while length < size:
+        out.append(unit(i))
+        length += len(out[-1])
+        i += 1
+    return "".join(out)
+
+
+# Candidates that differ each time, so none is judged once for all: the budget's work.
+DIFFERENT: dict[str, Callable[[int], str]] = {
+    "placeholders after password=": lambda i: f"password=<v{i}> ",
+    "small numbers after api_key:": lambda i: f"api_key: {i % 1000} ",
+    "13-digit runs no card": lambda i: _luhn_broken(str(400_000_000_000 + i)) + " ",
+    "grouped openings": lambda i: f"1 {i % 10_000:04d} 567 ",
+    "PINs without an owner": lambda i: f"pin {i % 10_000:04d} ",
+    "SSNs never issued": lambda i: f"000-{i % 100:02d}-{i % 10_000:04d} ",
+    "bearer words": lambda i: "bearer " + "".join("abcdefghij"[int(c)] for c in f"{i:016d}") + " ",
+}
+
+
 def _texts(size: int) -> Iterator[tuple[str, str]]:
-    """(name, text) for each prefix and pump: the pump after the prefix, the pair repeated, and
-    the pump between two prefixes."""
+    """(name, text) for each prefix and pump: the pump after the prefix, then closed by a
+    character no value or word takes; the pair repeated; and the pump between two prefixes.
+    Then each run of different candidates."""
+    body = size - len(GATES)
     for prefix in PREFIXES:
         for pump in PUMPS:
-            body = size - len(GATES)
+            count = (body - 2 * len(prefix) - 2) // len(pump)
             shapes = {
-                "then": prefix + pump * (body // len(pump)),
+                "then": prefix + pump * count,
+                "then closed": prefix + pump * count + "%x",
                 "by turns": (prefix + pump) * (body // (len(prefix) + len(pump))),
-                "between": prefix + pump * (body // len(pump)) + prefix,
+                "between": prefix + pump * count + prefix,
             }
             for shape, text in shapes.items():
                 yield f"{prefix!r} {shape} {pump!r}", GATES + text[:body]
+    for name, unit in DIFFERENT.items():
+        yield name, GATES + _different(unit, body)[:body]
+
+
+TEXTS = len(PREFIXES) * len(PUMPS) * SHAPES + len(DIFFERENT)
 
 
 def adversarial_texts(size: int) -> dict[str, str]:
@@ -152,7 +193,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     turns = [t.text for conv in locomo.load() for t in conv.turns]
     prose = prose_of(turns, SIZE)
     confirm = CONFIRM["quick" if quick else "full"]
-    say(f"guard: {len(PREFIXES) * len(PUMPS) * 3:,} adversarial texts screened at 10 KB ...")
+    say(f"guard: {TEXTS:,} adversarial texts screened at 10 KB ...")
     screened = slowest(SCREEN_SIZE, prose_of(turns, SCREEN_SIZE), confirm)
     texts = adversarial_texts(SIZE)
     base = guard_seconds(prose, 7)

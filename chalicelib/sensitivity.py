@@ -106,7 +106,7 @@ _PLACEHOLDER = re.compile(
 )
 _ENV_REF = re.compile(r"\$[A-Z_][A-Z0-9_]*")
 _CODE_REF = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$.]*[(\[].*", _A)
-_IDENTIFIER_WITH_UNDERSCORE = re.compile(r"\w*_\w*", _A)
+_WORD_CHARS = re.compile(r"\w++", _A)
 _SECRET_FRAGMENT = re.compile(r"pass|pwd|secret|key|token|cred", _AI)
 # Paths, prices, small numbers, scores and shares ("pass: 15/15", "pass: 87%").
 _PATH_PRICE_OR_SMALL_NUMBER = re.compile(
@@ -127,8 +127,11 @@ _CARD_OPENING = re.compile(
 # timestamps, ids) out. A run grouped as a card is written (4-4-4-4) is one whatever it opens
 # with (UATP 1, UnionPay and RuPay 8).
 _CARD_PREFIX = re.compile(r"2[2-7]|[3-9]")
-# Read from its first separator: the digits before it are checked as they are passed.
-_SSN = re.compile(r"([ -])(?<=(?<![\w.+-])(?<!\d[ -])\d\d\d[ -])(\d{2})\1(\d{4})(?!\w|[.,-]\d)", _A)
+# Three digits and a separator first: inside a digit run the separator fails at once, before
+# the lookbehinds that keep the area from starting inside one.
+_SSN = re.compile(
+    r"(\d{3})([ -])(?<![\w.+-]\d\d\d[ -])(?<!\d[ -]\d\d\d[ -])(\d{2})\2(\d{4})(?!\w|[.,-]\d)", _A
+)
 # Nine digits unseparated are an SSN where they are named one ("SSN: 123456789").
 _SSN_STATED = re.compile(
     r"s(?<!\ws)(?:sn|ocial\s++security(?:\s++(?:number|no\.?|#))?)\b[^\w\n]{0,3}"
@@ -159,23 +162,28 @@ def _is_one_of(value: str, words: frozenset[str]) -> bool:
     return value.isascii() and value.lower() in words
 
 
-def _value_is_secret(raw: str | None, quoted: str | None, ends_line: bool) -> bool:
-    """True when an assigned or stated value looks like a secret, not prose, code or a template."""
+# A lone word is a value only where its clause ends: "pass: dragon", not "pass: use it".
+WHERE_CLAUSE_ENDS = 2
+
+
+def _value_verdict(raw: str | None, quoted: str | None) -> int:
+    """Whether an assigned or stated value looks like a secret, not prose, code or a template:
+    1 or 0, or WHERE_CLAUSE_ENDS for a lone word, a secret only where its clause ends."""
     value = quoted.strip() if quoted is not None else (raw or "").rstrip(".,;:!?)]}'\"")
     if not value or _is_one_of(value, _NULLISH) or _NO_SECRET.fullmatch(value):
-        return False
+        return 0
     if quoted is not None:
-        return True
+        return 1
     if _is_one_of(value, _STOPWORDS) or _PROSE_OR_CODE.fullmatch(value):
-        return False
+        return 0
     # A variable like db_password names a secret without holding it.
-    if _IDENTIFIER_WITH_UNDERSCORE.fullmatch(value) and _SECRET_FRAGMENT.search(value):
-        return False
+    if "_" in value and _WORD_CHARS.fullmatch(value) and _SECRET_FRAGMENT.search(value):
+        return 0
     if _PLAIN_WORD.fullmatch(value):
-        # A lone word is a value only where its clause ends: "pass: dragon", not "pass: use it".
-        ends_clause = value != raw or ends_line
-        return ends_clause and not _WORDISH_SUFFIX.search(value.lower())
-    return True
+        if _WORDISH_SUFFIX.search(value.lower()):
+            return 0
+        return 1 if value != raw else WHERE_CLAUSE_ENDS  # stripped punctuation ended it
+    return 1
 
 
 class _TooManyCandidates(Exception):
@@ -183,37 +191,40 @@ class _TooManyCandidates(Exception):
 
 
 class _Reading:
-    """One text as the detectors read it: as written, folded, and the candidates left to judge.
+    """One text as the detectors read it: as written, folded, and what they judged in it.
 
-    Each candidate a detector judges in Python (a value after a secret's name, a digit run, a
-    stated PIN) costs a few microseconds, against tens of nanoseconds a character for the scans,
-    so a text of nothing but candidates would cost many times prose of its length. A text gets
-    MIN_CANDIDATES plus one per CHARS_PER_CANDIDATE characters, shared by every detector; a text
-    that holds more reads as high, since what was not judged may hold a secret.
+    A candidate a detector judges in Python (a value after a secret's name, a card's opening
+    group, a PIN's owner) costs microseconds, against tens of nanoseconds a character for the
+    scans. The same candidate is judged once a text, but each time it is found costs the
+    finding. A text may hold MIN_JUDGEMENTS plus one per CHARS_PER_JUDGEMENT characters of
+    candidates, shared by every detector; a text that holds more reads as high, since what
+    was not judged may hold a secret.
     """
 
-    MIN_CANDIDATES = 256
-    CHARS_PER_CANDIDATE = 64
+    MIN_JUDGEMENTS = 256
+    CHARS_PER_JUDGEMENT = 32
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.folded = _fold(text)
-        self.left = self.MIN_CANDIDATES + len(text) // self.CHARS_PER_CANDIDATE
+        self.left = self.MIN_JUDGEMENTS + len(text) // self.CHARS_PER_JUDGEMENT
+        self._verdicts: dict[tuple[object, ...], int] = {}
 
-    def candidates(
-        self, pattern: re.Pattern[str], *, folded: bool, charged: bool = True
-    ) -> Iterator[re.Match[str]]:
-        """The pattern's matches in the text (or the folded text), each charged to the budget
-        unless the detector charges what it judges itself."""
-        for m in pattern.finditer(self.folded if folded else self.text):
-            if charged:
-                self.charge(1)
-            yield m
+    def matches(self, pattern: re.Pattern[str], *, folded: bool) -> Iterator[re.Match[str]]:
+        return pattern.finditer(self.folded if folded else self.text)
 
-    def charge(self, count: int) -> None:
-        self.left -= count
+    def judge(self, verdict: Callable[..., object], *candidate: object) -> int:
+        """`verdict(*candidate)` as an int, judged once a text; each candidate found costs the
+        budget one."""
+        self.left -= 1
         if self.left < 0:
             raise _TooManyCandidates
+        key = (verdict, *candidate)
+        known = self._verdicts.get(key)
+        if known is None:
+            result = verdict(*candidate)
+            known = self._verdicts[key] = result if isinstance(result, int) else int(bool(result))
+        return known
 
     def span(self, m: re.Match[str], group: int) -> str | None:
         """A group of a match on the folded text, as the text writes it."""
@@ -222,18 +233,17 @@ class _Reading:
 
 def _has_password(r: _Reading) -> bool:
     for pattern in (_ASSIGNMENT, _STATED):
-        for m in r.candidates(pattern, folded=True):
+        for m in r.matches(pattern, folded=True):
             value_group = m.lastindex or 4  # the value's alternatives close the pattern
             value = r.span(m, value_group)
-            ends_line = bool(_LINE_END.match(r.text, m.end()))
-            if value_group == 4 and _value_is_secret(value, None, ends_line):
-                return True
-            if value_group != 4 and _value_is_secret(None, value, ends_line):
+            raw, quoted = (value, None) if value_group == 4 else (None, value)
+            verdict = r.judge(_value_verdict, raw, quoted)
+            if verdict == 1 or (verdict and _LINE_END.match(r.text, m.end())):
                 return True
     return "://" in r.folded and any(
         _SCHEME_BEFORE.search(r.folded, max(0, m.start() - 64), m.start())
-        and _value_is_secret(r.span(m, 1), None, True)
-        for m in r.candidates(_URL_CREDENTIALS, folded=True)
+        and r.judge(_value_verdict, r.span(m, 1), None) > 0  # a URL's password ends its clause
+        for m in r.matches(_URL_CREDENTIALS, folded=True)
     )
 
 
@@ -255,76 +265,82 @@ def _is_card(digits: str, grouped: bool = False) -> bool:
 
 
 def _has_card(r: _Reading) -> bool:
-    for m in r.candidates(_DIGIT_RUN, folded=False, charged=False):
+    for m in r.matches(_DIGIT_RUN, folded=False):
         run = m.group()
         if " " not in run and "-" not in run:  # one group: a card, or none
-            if 13 <= len(run) <= 19 and _CARD_PREFIX.match(run):
-                r.charge(1)
-                if _is_card(run):
-                    return True
+            if 13 <= len(run) <= 19 and _CARD_PREFIX.match(run) and r.judge(_is_card, run):
+                return True
             continue
         for opening in _CARD_OPENING.finditer(run):
             first = opening.group()
             if len(first) != 4:
-                if _CARD_PREFIX.match(first):
-                    r.charge(1)
-                    if _is_card(first):
-                        return True
-                continue
-            r.charge(1)
-            # Grouped cards open with four digits (4-4-4-4, 4-6-5, 4-4-4-4-3); a run of 4-digit
-            # groups longer than a card is a list of numbers, so a window may not cut into one.
-            # What follows is read as far as a card can reach, and one group past it.
-            groups = _GROUP_SEPARATOR.split(run[opening.end() + 1 : opening.end() + 40])
-            digits = first
-            for j, group in enumerate(groups):
-                digits += group
-                if not 3 <= len(group) <= 6 or len(digits) > 19:
-                    break
-                cut_list = j + 1 < len(groups) and len(group) == len(groups[j + 1]) == 4
-                if not cut_list and _is_card(digits, grouped=True):
+                if _CARD_PREFIX.match(first) and r.judge(_is_card, first):
                     return True
+                continue
+            # What follows is read as far as a card can reach, and one group past it.
+            reach = run[opening.end() + 1 : opening.end() + 40]
+            if r.judge(_is_grouped_card, first, reach):
+                return True
+    return False
+
+
+def _is_grouped_card(first: str, reach: str) -> bool:
+    """Whether four digits and the groups after them make a card as cards are written
+    (4-4-4-4, 4-6-5, 4-4-4-4-3); a run of 4-digit groups longer than a card is a list of
+    numbers, so a window may not cut into one."""
+    groups = _GROUP_SEPARATOR.split(reach)
+    digits = first
+    for j, group in enumerate(groups):
+        digits += group
+        if not 3 <= len(group) <= 6 or len(digits) > 19:
+            return False
+        cut_list = j + 1 < len(groups) and len(group) == len(groups[j + 1]) == 4
+        if not cut_list and _is_card(digits, grouped=True):
+            return True
     return False
 
 
 def _has_ssn(r: _Reading) -> bool:
     return any(
-        r.text[m.start() - 3 : m.start()] not in ("000", "666")
-        and m.group(2) != "00"
-        and m.group(3) != "0000"
-        for m in r.candidates(_SSN, folded=False)
+        m.group(1) not in ("000", "666") and m.group(3) != "00" and m.group(4) != "0000"
+        for m in r.matches(_SSN, folded=False)
     ) or any(
         m.group(1) not in ("000", "666") and m.group(2) != "00" and m.group(3) != "0000"
-        for m in r.candidates(_SSN_STATED, folded=True)
+        for m in r.matches(_SSN_STATED, folded=True)
     )
 
 
 def _has_pin(r: _Reading) -> bool:
-    for m in r.candidates(_PIN, folded=True):
-        stated = r.text[m.start() : m.start() + 3] == "PIN" or m.group("qual") or m.group("sep")
-        if stated or _PIN_OWNER.search(r.folded, max(0, m.start() - 12), m.start()):
+    for m in r.matches(_PIN, folded=True):
+        if r.text[m.start() : m.start() + 3] == "PIN" or m.group("qual") or m.group("sep"):
+            return True  # a stated PIN
+        if r.judge(_PIN_OWNER.search, r.folded[max(0, m.start() - 12) : m.start()]):
             return True
     return False
 
 
 def _has_bearer(r: _Reading) -> bool:
-    for m in r.candidates(_BEARER, folded=True):
-        token = r.text[m.start(1) : m.end(1)]
-        mixed_case = _LOWER.search(token) and _UPPER.search(token)
-        if _DIGIT.search(token) or (mixed_case and len(token) >= 20):
+    for m in r.matches(_BEARER, folded=True):
+        if r.judge(_is_bearer_token, r.text[m.start(1) : m.end(1)]):
             return True
     return False
 
 
+def _is_bearer_token(token: str) -> bool:
+    mixed_case = _LOWER.search(token) and _UPPER.search(token)
+    return bool(_DIGIT.search(token) or (mixed_case and len(token) >= 20))
+
+
+def _is_openai_key_run(run: str) -> bool:
+    return bool(_DIGIT.search(run) and _ALNUM_16.search(run))
+
+
 def _has_openai_key(r: _Reading) -> bool:
-    return any(
-        _DIGIT.search(m.group(1)) and _ALNUM_16.search(m.group(1))
-        for m in r.candidates(_OPENAI_KEY, folded=False)
-    )
+    return any(r.judge(_is_openai_key_run, m[1]) for m in r.matches(_OPENAI_KEY, folded=False))
 
 
 def _has_slack_token(r: _Reading) -> bool:
-    return any(_DIGIT.search(m.group(1)) for m in r.candidates(_SLACK_TOKEN, folded=False))
+    return any(r.judge(_DIGIT.search, m[1]) for m in r.matches(_SLACK_TOKEN, folded=False))
 
 
 def _matches(pattern: re.Pattern[str]) -> Callable[[_Reading], bool]:
@@ -353,7 +369,7 @@ _DETECTORS: tuple[tuple[str, tuple[str, ...], bool, Callable[[_Reading], bool]],
     ("ssn", _DIGITS, False, _has_ssn),
     ("pin", ("pin",), True, _has_pin),
 )
-# A text with more candidates than its budget (`_Reading`) reads as high under this kind.
+# A text with more candidates to judge than its budget (`_Reading`) reads as high, this kind.
 TOO_MANY_CANDIDATES = "too_many_candidates"
 KINDS: tuple[str, ...] = (*(kind for kind, *_ in _DETECTORS), TOO_MANY_CANDIDATES)
 

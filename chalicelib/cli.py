@@ -454,7 +454,8 @@ def _ingest_over_http(
 
 
 def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
-    """What extraction dropped in a namespace over the last hours, summed by stage and reason."""
+    """What extraction dropped in a namespace over the last hours, summed by stage and reason,
+    with the model tokens spent on what was lost (an answer that did not parse)."""
     from chalicelib.store.extraction_support import sum_drops
 
     org = args.org or deps.settings.org
@@ -463,17 +464,20 @@ def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
     if not rows:
         print(f"no drops in {org}/{args.namespace} in the last {args.hours} hours")
         return 0
-    print(f"{'stage':34} {'reason':24} {'count':>7}")
+    print(f"{'stage':34} {'reason':24} {'count':>7} {'tokens_in':>10} {'tokens_out':>10}")
     for r in rows:
-        print(f"{r['stage']:34} {r['reason']:24} {r['count']:>7}")
+        print(
+            f"{r['stage']:34} {r['reason']:24} {r['count']:>7}"
+            f" {r['tokens_in']:>10} {r['tokens_out']:>10}"
+        )
     return 0
 
 
 def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
-    """Extract a namespace's recorded transcripts again into a fresh namespace."""
-    from chalicelib.auth import check_name, local_caller
-    from chalicelib.registry import call
-    from chalicelib.store.evidence import requests_of
+    """Extract a namespace's recorded transcripts again into a fresh namespace, each request
+    with what its first extraction read; prints what it wrote. Exit 1 when a request failed."""
+    from chalicelib.auth import check_name
+    from chalicelib.ops.reextract import reextract_namespace
 
     for option, name in (
         ("--org", args.org),
@@ -483,25 +487,15 @@ def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
         check_name(option, name)
     if args.namespace == args.into:
         raise LoomError("--into must name another namespace; the source is only read")
-    with deps.pool.connection() as conn:
-        requests = requests_of(conn, args.org, args.namespace)
-    if not requests:
-        raise LoomError(f"{args.org}/{args.namespace} holds no extracted transcripts")
-    caller = local_caller(args.org)
-    written = 0
-    for n, r in enumerate(requests, start=1):
-        body = {
-            "org": args.org,
-            "namespace": args.into,
-            "agent": r["agent"],
-            "user_id": r["user_id"],
-            "session_id": r["session_id"],
-            "messages": r["messages"],
-        }
-        written += len(call("memory.set_from_messages", body, caller, deps).body["written"])
-        _progress_bar(n, len(requests), unit="requests", always=True)
-    print(f"re-extracted {len(requests)} requests into {args.org}/{args.into}: {written} rows")
-    return 0
+
+    def progress(done: int, total: int) -> None:
+        _progress_bar(done, total, unit="requests", always=True)
+
+    done = reextract_namespace(deps, args.org, args.namespace, args.into, progress)
+    for request_id, error in done.failed:
+        _say(f"error: request {request_id}: {error}")
+    print(done.summary(args.org, args.into))
+    return 1 if done.failed else 0
 
 
 def _int_between(low: int, high: int, why: str = "") -> Callable[[str], int]:

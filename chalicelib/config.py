@@ -177,6 +177,9 @@ class Settings(BaseSettings):
     extraction_queue_batch: int = Field(default=10, ge=1, le=100)
     # Multiplies every retry delay (15 s, 1, 5, 30 min); below 1 only in tests and benchmarks.
     extraction_queue_delay_scale: float = Field(default=1.0, gt=0, le=1.0)
+    # How long the extraction response cache (loom.extraction_cache) serves an answer; the
+    # retention worker removes older ones.
+    extraction_cache_ttl_days: int = Field(default=30, ge=1, le=36500)
 
     # Workers of the memory and observe planes.
     observe_extract_enabled: bool = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LoomError(Exception):
     """Base error: `code` and `status` reach the client as the JSON error body."""
@@ -17,7 +19,7 @@ class LoomError(Exception):
         if status is not None:
             self.status = status
 
-    def to_body(self) -> dict[str, dict[str, str]]:
+    def to_body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}
 
 

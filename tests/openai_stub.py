@@ -21,6 +21,9 @@ class OpenAIStub:
         # How a failed request is answered (a provider's 401 can quote part of the key sent).
         self.fail_status = 500
         self.fail_message = "stub told to fail"
+        # Models this provider does not serve: a request naming one is answered 404, as OpenAI
+        # answers a model that does not exist.
+        self.missing_models: set[str] = set()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +37,10 @@ class OpenAIStub:
                     stub.fail_next -= 1
                     error = {"message": stub.fail_message, "type": "invalid_request_error"}
                     self._send(stub.fail_status, {"error": error})
+                elif body.get("model") in stub.missing_models:
+                    said = f"The model `{body['model']}` does not exist"
+                    error = {"message": said, "type": "invalid_request_error"}
+                    self._send(404, {"error": {**error, "code": "model_not_found"}})
                 elif self.path.endswith("/embeddings"):
                     self._send(200, stub.embeddings(body))
                 elif self.path.endswith("/chat/completions"):

@@ -1,4 +1,5 @@
-"""The model revises the brief once per window of events; a failed window is skipped."""
+"""The model revises the brief once per window of events; a failed window is skipped, and a
+named model the provider does not serve gives way to the deployment's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 from chalicelib.brief.events import BriefEvent, event_line
 from chalicelib.brief.sections import BriefSections, merge
 from chalicelib.policies import policy_block
-from chalicelib.providers.llm import LLM, LLMError
+from chalicelib.providers.llm import LLM, LLMError, LLMResult, ModelNotFoundError
 
 REVISER_SYSTEM = (
     "You maintain a session brief: the resumable state of one line of work, read after a"
@@ -26,6 +27,7 @@ REVISER_SYSTEM = (
 @dataclass
 class Revision:
     sections: BriefSections
+    model: str | None = None  # the model asked last; None = the deployment's
     windows: int = 0
     failed: int = 0
     tokens_in: int = 0
@@ -43,14 +45,14 @@ def revise(
     """Revise window by window; a model error or an answer that does not parse skips it.
     An operator's extraction policy ends the system prompt."""
     system = REVISER_SYSTEM + (policy_block(policy) if policy else "")
-    out = Revision(sections=stored)
+    out = Revision(sections=stored, model=model)
     for window in windows:
         out.windows += 1
         prompt = f"Current brief:\n{out.sections.model_dump_json()}\n\nEvents:\n" + "\n".join(
             event_line(e) for e in window
         )
         try:
-            result = llm.complete(system, prompt, json_output=True, model=model)
+            result = _ask(llm, system, prompt, out)
             answer = BriefSections.model_validate(result.data or {})
         except (LLMError, ValidationError, json.JSONDecodeError) as exc:
             out.failed += 1
@@ -60,3 +62,15 @@ def revise(
         out.tokens_out += result.tokens_out
         out.sections = merge(out.sections, answer)
     return out
+
+
+def _ask(llm: LLM, system: str, prompt: str, out: Revision) -> LLMResult:
+    """One window's call. A named model the provider does not serve is dropped for the
+    deployment's LLM, for this window and the rest, as a model without its key would be."""
+    try:
+        return llm.complete(system, prompt, json_output=True, model=out.model)
+    except ModelNotFoundError:
+        if out.model is None:
+            raise
+        out.model = None
+        return llm.complete(system, prompt, json_output=True, model=None)

@@ -17,6 +17,7 @@ from chalicelib.config import Settings
 from chalicelib.deps import Deps
 from chalicelib.errors import BadRequestError, LoomError
 from chalicelib.observability import logger
+from chalicelib.store.extraction_support import Drop
 
 DEFAULT_STEPS = (
     "loom.fetch_namespace_categories",
@@ -45,6 +46,12 @@ def is_coding_capture(extra_tags: list[str]) -> bool:
 
 class ExtractionFailedError(LoomError):
     status, code = 502, "EXTRACTION_FAILED"
+    # The tokens the failed request's model calls still cost (an answer that did not parse
+    # was paid for): the body names them beside the error, as a response would.
+    spent: dict[str, int] | None = None
+
+    def to_body(self) -> dict[str, Any]:
+        return {**super().to_body(), **(self.spent or {})}
 
 
 @dataclass
@@ -91,13 +98,17 @@ class Run:
     written: list[Any] = field(default_factory=list)
     # The fact each written key came from (a step after the write may drop it from `facts`).
     written_from: dict[str, Fact] = field(default_factory=dict)
-    drops: list[tuple[str, str, int, str]] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
     pipeline_errors: list[str] = field(default_factory=list)
     stage_ms: dict[str, float] = field(default_factory=dict)
     model_calls: int = 0  # made (a cached answer is none), held to the request's ceiling
     tokens_in: int = 0
     tokens_out: int = 0
-    cached_tokens_in: int = 0
+    cached_tokens_in: int = 0  # of tokens_in, what the provider served from its prompt cache
+    # Calls Loom's own response cache answered (no model call, no tokens), and their prompts'
+    # tokens: kept apart from what the provider counted.
+    response_cache_hits: int = 0
+    response_cache_tokens_in: int = 0
     segments: int = 0
     segmenter: str = "whole"
 
@@ -111,7 +122,7 @@ class Run:
             return
         gone = {id(f) for f in facts}
         self.facts = [f for f in self.facts if id(f) not in gone]
-        self.drops.append((stage, reason, len(facts), facts[0].value[:200]))
+        self.drops.append(Drop(stage, reason, len(facts), facts[0].value[:200]))
 
 
 Step = Callable[[Run], None]

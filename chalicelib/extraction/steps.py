@@ -24,11 +24,11 @@ from chalicelib.extraction.pipeline import (
 from chalicelib.legs import beside
 from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.providers.embedder import EmbedderError
-from chalicelib.providers.llm import LLMError
+from chalicelib.providers.llm import LLMError, ModelNotFoundError, UnparsableAnswerError
 from chalicelib.registry import unstorable
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import memories as memory_store
-from chalicelib.store.extraction_support import cache_response, cached_response
+from chalicelib.store.extraction_support import Drop, cache_response, cached_response
 from chalicelib.store.pool import read_connection
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -46,15 +46,25 @@ def cache_key(run: Run, model: str, system: str, user: str) -> str:
     return hashlib.sha256(json.dumps([*subject, model, system, user]).encode()).hexdigest()
 
 
-def call_model(run: Run, system: str, user: str, model: str | None = None) -> dict[str, Any]:
-    """A JSON model call through the org's response cache, keyed on the whole prompt."""
+def call_model(
+    run: Run,
+    system: str,
+    user: str,
+    model: str | None = None,
+    stage: str = "loom.llm_extract",
+) -> dict[str, Any]:
+    """A JSON model call through the org's response cache, keyed on the whole prompt. An
+    answer that does not parse still cost its tokens: they are counted, and the loss is a
+    `parse` drop of `stage` that names them."""
     llm = run.deps.llm
     digest = cache_key(run, model or llm.name, system, user)
+    ttl_days = run.live.extraction_cache_ttl_days
     with read_connection(run.deps.pool) as conn:
-        cached = cached_response(conn, digest)
+        cached = cached_response(conn, digest, ttl_days)
     if cached is not None:
         text, tokens_in, _ = cached
-        run.cached_tokens_in += tokens_in
+        run.response_cache_hits += 1
+        run.response_cache_tokens_in += tokens_in
         return dict(json.loads(text))
     # The request was refused up front if its plan needed more; this holds the ceiling for
     # an operator's own steps too.
@@ -65,9 +75,18 @@ def call_model(run: Run, system: str, user: str, model: str | None = None) -> di
             " (LOOM_MEMORY_EXTRACT_MAX_MODEL_CALLS)"
         )
     run.model_calls += 1
-    result = llm.complete(system, user, json_output=True, model=model)
+    try:
+        result = llm.complete(system, user, json_output=True, model=model)
+    except UnparsableAnswerError as exc:
+        run.tokens_in += exc.tokens_in
+        run.tokens_out += exc.tokens_out
+        run.cached_tokens_in += exc.cached_tokens_in
+        said = "model answer is not a JSON object"
+        run.drops.append(Drop(stage, "parse", 1, said, exc.tokens_in, exc.tokens_out))
+        raise
     run.tokens_in += result.tokens_in
     run.tokens_out += result.tokens_out
+    run.cached_tokens_in += result.cached_tokens_in
     with run.deps.pool.connection() as conn:
         cache_response(
             conn,
@@ -76,6 +95,7 @@ def call_model(run: Run, system: str, user: str, model: str | None = None) -> di
             result.text,
             result.tokens_in,
             result.tokens_out,
+            ttl_days,
         )
     return result.data or {}
 
@@ -181,14 +201,19 @@ def _parse_facts(run: Run, answer: dict[str, Any]) -> list[Fact]:
             )
         )
     if malformed:
-        run.drops.append(("loom.llm_extract", "parse", malformed, "fact without subject/value"))
+        run.drops.append(Drop("loom.llm_extract", "parse", malformed, "fact without subject/value"))
     if unstored:
-        run.drops.append(("loom.llm_extract", "parse", unstored, UNSTORABLE + ": fact"))
+        run.drops.append(Drop("loom.llm_extract", "parse", unstored, UNSTORABLE + ": fact"))
     if spans:
-        run.drops.append(("loom.llm_extract", "parse", spans, UNSTORABLE + ": span (blanked)"))
+        run.drops.append(Drop("loom.llm_extract", "parse", spans, UNSTORABLE + ": span (blanked)"))
     if cut:
         run.drops.append(
-            ("loom.llm_extract", "truncation", cut, f"fact value cut to {FACT_VALUE_CHARS:,} chars")
+            Drop(
+                "loom.llm_extract",
+                "truncation",
+                cut,
+                f"fact value cut to {FACT_VALUE_CHARS:,} chars",
+            )
         )
     return facts
 
@@ -199,7 +224,7 @@ def _forget_requests(run: Run, answer: dict[str, Any]) -> list[dict[str, Any]]:
     kept = [f for f in asked if unstorable(f) is None]
     if len(kept) < len(asked):
         lost = len(asked) - len(kept)
-        run.drops.append(("loom.llm_extract", "parse", lost, UNSTORABLE + ": forget"))
+        run.drops.append(Drop("loom.llm_extract", "parse", lost, UNSTORABLE + ": forget"))
     return kept
 
 
@@ -234,7 +259,7 @@ def _extract(run: Run, segment: Segment, system: str) -> None:
     digest = answer.get("digest")
     if isinstance(digest, str) and digest.strip():
         if unstorable(digest) is not None:
-            run.drops.append(("loom.llm_extract", "parse", 1, UNSTORABLE + ": digest"))
+            run.drops.append(Drop("loom.llm_extract", "parse", 1, UNSTORABLE + ": digest"))
         else:
             run.digest = (run.digest + "\n" + digest.strip()).strip()
 
@@ -333,7 +358,9 @@ def verify_durable(run: Run) -> None:
     for model in models:
 
         def ask(model: str = model) -> dict[str, Any]:
-            return call_model(run, VERIFIER_SYSTEM, prompt, model=model)
+            return call_model(
+                run, VERIFIER_SYSTEM, prompt, model=model, stage="loom.verify_durable"
+            )
 
         asked = beside(ask, lane="model")
         try:
@@ -341,6 +368,8 @@ def verify_durable(run: Run) -> None:
         except FutureTimeout:
             run.pipeline_errors.append(f"loom.verify_durable:timeout:{model}")
             return  # a verifier that does not answer in time keeps every fact
+        except ModelNotFoundError:
+            continue  # a model the provider does not serve is skipped, as one without its key
         verdicts.append({int(i) for i in answer.get("non_durable") or []})
     every = set.intersection(*verdicts) if verdicts else set()
     doomed = [run.facts[i] for i in sorted(every) if i < len(run.facts)]

@@ -12,6 +12,7 @@ from pydantic import Field, StringConstraints, field_validator
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.extraction.pipeline import (
     MAX_STEPS,
+    ExtractionFailedError,
     Run,
     check_steps,
     is_coding_capture,
@@ -29,7 +30,7 @@ from chalicelib.store import erasure_jobs
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import extraction_queue as queue_store
 from chalicelib.store import memories as memory_store
-from chalicelib.store.extraction_support import record_drops
+from chalicelib.store.extraction_support import Drop, record_drops
 from chalicelib.store.pool import database_clock, read_connection
 
 MAX_INSTRUCTIONS = 4096
@@ -100,7 +101,11 @@ class SetFromMessagesOutput(OpOutput):
     queue_id: str = ""
     tokens_in: int = 0
     tokens_out: int = 0
+    # Of tokens_in, what the provider served from its prompt cache, where it says.
     cached_tokens_in: int = 0
+    # Model calls Loom's response cache answered (no tokens spent), and those prompts' tokens.
+    response_cache_hits: int = 0
+    response_cache_tokens_in: int = 0
     segments: int = 0
     segmenter: str = "whole"
     forgotten: int = 0
@@ -162,34 +167,41 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     )
     stubbed: list[str] = []
     forgotten: list[str] = []
-    # The turns are stored once the extraction call has answered: a 502 EXTRACTION_FAILED
-    # (raised from the model call, before any write) leaves nothing stored.
+    # The turns are stored first, so memory.recall and memory.evidence hold them whether or
+    # not anything is extracted, a failed model call included (the spec's order).
+    context = _context(inp, run)
+    run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now, context))
     # What follows the extraction fails open like the pipeline's steps: a write the database
     # refuses (a digest key too wide for its index) is named in pipeline_errors, and what the
     # earlier steps wrote stands.
-    if inp.record_schema is not None:
-        stubbed = extract_record(run, inp.record_schema, inp.memory_key)
-        run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now))
-    else:
-        run_pipeline(run, inp.pipeline_steps)
-        run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now))
-        if run.evidence_ids:
-            run_step(run, "loom.link_evidence", _link_evidence)
-        run_step(run, "loom.forget", lambda r: forgotten.extend(_forget(r)))
-        run_step(run, "loom.session_digest", lambda r: _write_digest_and_chunks(r, now))
-    with deps.pool.connection() as conn:
-        record_drops(conn, run.org, run.namespace, run.drops, run.user_id)
-        # An erasure of this user that ran while the model answered ran before these writes:
-        # it runs again (a deferred replay, or a request outlasting the erasure).
-        erasure_jobs.erase_again(
-            conn, org=run.org, namespace=run.namespace, user_id=run.user_id, since=began
-        )
+    try:
+        if inp.record_schema is not None:
+            stubbed = extract_record(run, inp.record_schema, inp.memory_key)
+        else:
+            run_pipeline(run, inp.pipeline_steps)
+            if run.evidence_ids:
+                run_step(run, "loom.link_evidence", _link_evidence)
+            run_step(run, "loom.forget", lambda r: forgotten.extend(_forget(r)))
+            run_step(run, "loom.session_digest", lambda r: _write_digest_and_chunks(r, now))
+    except ExtractionFailedError as exc:
+        # Its calls were paid for: the 502 names their tokens, and an answer that did not
+        # parse is counted in loom.memory_drops.
+        exc.spent = {
+            "tokens_in": run.tokens_in,
+            "tokens_out": run.tokens_out,
+            "cached_tokens_in": run.cached_tokens_in,
+        }
+        _settle(run, began)
+        raise
+    _settle(run, began)
     written = [WrittenOut(**w.__dict__) for w in run.written]
     out = SetFromMessagesOutput(
         written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],
         tokens_in=run.tokens_in,
         tokens_out=run.tokens_out,
         cached_tokens_in=run.cached_tokens_in,
+        response_cache_hits=run.response_cache_hits,
+        response_cache_tokens_in=run.response_cache_tokens_in,
         segments=run.segments,
         segmenter=run.segmenter,
         forgotten=len(forgotten),
@@ -203,6 +215,37 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     )
     _name_unapplied(inp, ctx, out)
     return out
+
+
+def _settle(run: Run, began: datetime) -> None:
+    """Count the run's drops, and run again an erasure of this user that ran while the model
+    answered: it ran before these writes (a deferred replay, or a request outlasting it)."""
+    with run.deps.pool.connection() as conn:
+        record_drops(conn, run.org, run.namespace, run.drops, run.user_id)
+        erasure_jobs.erase_again(
+            conn, org=run.org, namespace=run.namespace, user_id=run.user_id, since=began
+        )
+
+
+# What a request's extraction reads beside its turns: kept with them, so `loom reextract`
+# replays the request as it was (a coding capture stays one, its echoes are dropped again).
+REPLAYED_FIELDS = {
+    "last_messages",
+    "extra_tags",
+    "extraction_instructions",
+    "record_schema",
+    "memory_key",
+    "valid_at",
+    "recalled_keys",
+    "session_values",
+}
+
+
+def _context(inp: SetFromMessagesInput, run: Run) -> dict[str, Any]:
+    """The request's replayed fields as sent, and the observation date it was read under (an
+    unset one was the request's day: a replay later must not move it)."""
+    sent = inp.model_dump(mode="json", include=REPLAYED_FIELDS, exclude_defaults=True)
+    return {**sent, "observation_date": run.observation_date.isoformat()}
 
 
 def check_model_calls(inp: SetFromMessagesInput, ctx: OpContext) -> None:
@@ -279,10 +322,11 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
     return out
 
 
-def _store_evidence(run: Run, now: datetime) -> None:
-    """The turns, so facts trace to sentences and the raw wording stays searchable. A request
-    id whose stored turns differ from these names another request: these are stored apart,
-    and the run goes on under the id they were stored under (the digest's key too)."""
+def _store_evidence(run: Run, now: datetime, context: dict[str, Any]) -> None:
+    """The turns, so facts trace to sentences and the raw wording stays searchable, and what
+    the request read beside them. A request id whose stored turns differ from these names
+    another request: these are stored apart, and the run goes on under the id they were
+    stored under (the digest's key too)."""
     turns = [
         (i, m["role"], m["name"], m["content"], m["timestamp"] or now)
         for i, m in enumerate(run.messages)
@@ -297,6 +341,14 @@ def _store_evidence(run: Run, now: datetime) -> None:
             session_id=run.session_id,
             request_id=run.request_id,
             turns=turns,
+        )
+        evidence_store.store_context(
+            conn,
+            org=run.org,
+            namespace=run.namespace,
+            user_id=run.user_id,
+            request_id=run.request_id,
+            context=context,
         )
 
 
@@ -351,7 +403,7 @@ def _write_digest_and_chunks(run: Run, now: datetime) -> None:
     }
     cap = run.live.memory_chunks_max_per_call
     if len(chunks) > cap:
-        run.drops.append(("chunks", "chunk_cap", len(chunks) - cap, f"cap {cap}"))
+        run.drops.append(Drop("chunks", "chunk_cap", len(chunks) - cap, f"cap {cap}"))
     for key, text in list(chunks.items())[:cap]:
         entries.append(Entry(key=key, value=text, kind="chunk", tags=run.extra_tags))
     if entries:

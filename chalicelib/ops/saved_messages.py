@@ -24,7 +24,6 @@ from chalicelib.sensitivity import (
 )
 from chalicelib.store import saved_messages as store
 from chalicelib.store.conversations import NewTurn, settle_turn_embedding, take_thread_lease
-from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import read_connection
 from chalicelib.store.saved_search import lexical_leg, vector_leg
 
@@ -235,17 +234,17 @@ class UnsaveOutput(OpOutput):
     scopes=USER_SCOPES,
 )
 def unsave_message(inp: UnsaveInput, ctx: OpContext) -> UnsaveOutput:
-    """Withdraw a saved message: the flag goes; the turn goes too where the namespace does not
-    record and the row existed only because of the save (a turn the transcript recorded stays,
-    even once recording is off). Never says who else saved it."""
+    """Withdraw a saved message: the flag goes; the turn goes too where the row existed only
+    because of the save, which no transcript read serves even once the namespace records (a
+    turn the transcript recorded stays, even once recording is off). Never says who else
+    saved it."""
     key = (inp.org, inp.namespace, inp.conversation_id)
     removed = False
     with ctx.deps.pool.connection() as conn:
         take_thread_lease(conn, *key)
         unflagged = store.unflag_saved(conn, *key, inp.message_id, inp.user_id)
         if unflagged is not None:
-            agent, saved_only = unflagged
-            removed = saved_only and not conversation_logging_enabled(conn, inp.org, inp.namespace)
+            agent, removed = unflagged
             store.withdraw_embedding(conn, *key, inp.message_id)
             if removed:
                 store.remove_turn(conn, *key, agent, inp.message_id)

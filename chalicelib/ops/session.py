@@ -178,14 +178,17 @@ def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
         return unchanged("already-saved", live)
     stored = BriefSections.model_validate(live["sections"]) if live else BriefSections()
     policy = deps.extraction_policy(inp.org, inp.namespace)
-    condensed = inp.events if inp.sections is None else []
-    if inp.sections is not None:
-        new, author = merge(stored, inp.sections), "model"
-    else:
+    if inp.sections is None:
         revised = _revise_from_events(ctx, inp, stored, stats, policy)
         if revised is None:
             return unchanged("not-revised", live)
         new, author, condensed = revised
+    else:
+        # The model revises the events first and the agent's sections go over its revision.
+        # With no model to call, or every call failed, they go over the brief as it was and
+        # nothing is taken from the events: the agent's sections stand in for the builder.
+        base, condensed = _model_revision(ctx, inp, stored, stats, policy) or (stored, [])
+        new, author = merge(base, inp.sections), "model"
     client_summary = _client_summary(inp.events) if policy is None else None
     with deps.pool.connection() as conn:
         locked = store.lock_brief(conn, inp.org, inp.namespace, key)
@@ -233,29 +236,43 @@ def _revise_from_events(
     stats: SessionBriefStats,
     policy: str | None,
 ) -> tuple[BriefSections, str, list[BriefEvent]] | None:
-    """The model's revision, or the deterministic builder's, and the events it condensed (the
-    model reads the last windows only); None when neither may run."""
+    """A save of events alone: the model's revision, or the deterministic builder's, and the
+    events it condensed; None when neither may run."""
+    revised = _model_revision(ctx, inp, stored, stats, policy)
+    if revised is not None:
+        return revised[0], "llm", revised[1]
+    if policy is None:
+        return merge(stored, build(stored, inp.events)), "deterministic", inp.events
+    # Under an operator's extraction policy the builder never runs.
+    if stats.windows:  # the model was called and every call failed
+        raise UnavailableError(
+            "every model call revising this brief failed; send the same events again"
+        )
+    return None
+
+
+def _model_revision(
+    ctx: OpContext,
+    inp: SaveInput,
+    stored: BriefSections,
+    stats: SessionBriefStats,
+    policy: str | None,
+) -> tuple[BriefSections, list[BriefEvent]] | None:
+    """The model's revision and the events it read (the last windows only); None when there
+    is no model to call or every call failed."""
     live = ctx.live()
     llm = ctx.deps.llm
     use_llm = live.session_brief_llm if inp.use_llm is None else inp.use_llm
-    if use_llm and llm.answers:
-        model = live.session_brief_llm_model or None
-        chunks = windows(
-            inp.events, live.session_brief_window_chars, live.session_brief_max_windows
-        )
-        result = revise(llm, model, stored, chunks, policy)
-        stats.windows, stats.windows_failed = result.windows, result.failed
-        stats.tokens_in, stats.tokens_out = result.tokens_in, result.tokens_out
-        stats.model = model or llm.name
-        if result.failed < result.windows:
-            return result.sections, "llm", [e for chunk in chunks for e in chunk]
-        if policy is not None:
-            raise UnavailableError(
-                "every model call revising this brief failed; send the same events again"
-            )
-    if policy is not None:
-        return None  # the builder never runs under an operator's extraction policy
-    return merge(stored, build(stored, inp.events)), "deterministic", inp.events
+    if not (inp.events and use_llm and llm.answers):
+        return None
+    chunks = windows(inp.events, live.session_brief_window_chars, live.session_brief_max_windows)
+    result = revise(llm, live.session_brief_llm_model or None, stored, chunks, policy)
+    stats.windows, stats.windows_failed = result.windows, result.failed
+    stats.tokens_in, stats.tokens_out = result.tokens_in, result.tokens_out
+    stats.model = result.model or llm.name
+    if result.failed == result.windows:
+        return None
+    return result.sections, [e for chunk in chunks for e in chunk]
 
 
 def _client_summary(events: list[BriefEvent]) -> str | None:

@@ -122,9 +122,11 @@ def scope_where(alias: str, present: tuple[str, ...]) -> sql.Composable:
 
 def _embedded(dim: int, ranking: Ranking) -> sql.Composable:
     # Rows written by Loom with a vector have a context vector (their own when no turn is
-    # before them); the predicate is the index's, so the planner can use it.
+    # before them); the predicate is the index's, so the planner can use it. A row of a turn
+    # the transcript never recorded (a save's alone: recorded.py) is no transcript hit.
     return sql.SQL(
         "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL AND {present}"
+        " AND NOT e.saved_only"
     ).format(
         dim=sql.Literal(dim),
         present=_present(ranking, "e"),
@@ -288,12 +290,13 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, ranking: Ranki
 def substring_search(
     conn: Connection, f: TurnFilter, *, needle: str, limit: int, offset: int
 ) -> list[dict[str, Any]]:
-    """Live turns whose text contains `needle` (case-blind), newest first."""
+    """Live recorded turns whose text contains `needle` (case-blind), newest first."""
     where, params = filter_params(f, "c")
     escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     query = sql.SQL(
         "SELECT c.msg_id, c.thread_id, c.namespace, c.agent, c.role, c.user_id, c.run_id, c.ts,"
         " c.content FROM loom.conversations c WHERE {where} AND c.tombstoned_at IS NULL"
+        " AND NOT c.saved_only"
         " AND c.content ILIKE %(pattern)s ESCAPE '\\'"
         " ORDER BY c.ts DESC, c.msg_id LIMIT %(limit)s OFFSET %(offset)s"
     ).format(where=where)

@@ -14,6 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from chalicelib.store.namespaces import conversation_logging_enabled
 from chalicelib.store.pool import database_clock, lease_lock, read_connection, sent_whole
+from chalicelib.store.recorded import send_settle_saved_only, settle_saved_only
 from chalicelib.store.turn_windows import (
     note_moving_rows,
     rewrite_thread_windows,
@@ -87,18 +88,23 @@ def adopt_saved_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str, msg_ids: list[str]
 ) -> bool:
     """Copies there only because a user saved them, which the client now logs: the
-    transcript's, where the namespace records (an unsave then leaves them in place). False
-    when it does not record: they stay the save's alone."""
-    row = conn.execute(
-        "WITH ns AS (SELECT 1 FROM loom.namespaces n WHERE n.org = %(org)s"
-        "  AND n.namespace = %(ns)s AND n.conversation_logging_enabled),"
-        " adopted AS (UPDATE loom.conversations c SET saved_only = false WHERE c.org = %(org)s"
-        "  AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
-        "  AND c.msg_id = ANY(%(ids)s) AND c.saved_only AND EXISTS (SELECT 1 FROM ns)"
-        "  RETURNING 1)"
-        " SELECT EXISTS (SELECT 1 FROM ns)",
-        {"org": org, "ns": namespace, "thread": thread_id, "agent": agent, "ids": msg_ids},
-    ).fetchone()
+    transcript's turns, where the namespace records (an unsave then leaves them in place), and
+    read by search and the windows around them from now on. False when it does not record:
+    they stay the save's alone."""
+    with conn.transaction():
+        take_thread_lease(conn, org, namespace, thread_id)
+        row = conn.execute(
+            "WITH ns AS (SELECT 1 FROM loom.namespaces n WHERE n.org = %(org)s"
+            "  AND n.namespace = %(ns)s AND n.conversation_logging_enabled),"
+            " adopted AS (UPDATE loom.conversations c SET saved_only = false"
+            "  WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.thread_id = %(thread)s"
+            "  AND c.agent = %(agent)s AND c.msg_id = ANY(%(ids)s) AND c.saved_only"
+            "  AND EXISTS (SELECT 1 FROM ns) RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM ns), (SELECT count(*) FROM adopted)",
+            {"org": org, "ns": namespace, "thread": thread_id, "agent": agent, "ids": msg_ids},
+        ).fetchone()
+        if row and row[1] and settle_saved_only(conn, org, namespace, thread_id, msg_ids):
+            rewrite_thread_windows(conn, org, namespace, thread_id)
     return bool(row and row[0])
 
 
@@ -215,9 +221,10 @@ def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) 
 _INSERT_VECTOR = (
     "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id, model,"
     " agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved, saved_at,"
-    " context_embedding, context_of, window_tsv, window_len)"
+    " saved_only, context_embedding, context_of, window_tsv, window_len)"
     " SELECT c.org, c.namespace, c.thread_id, c.msg_id, %(model)s, c.agent, c.role, c.user_id,"
     " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at,"
+    " c.saved_only,"
     " CASE WHEN k.kept THEN %(context)s::vector ELSE %(embedding)s::vector END,"
     " CASE WHEN k.kept THEN %(context_of)s END, w.doc, loom.tsv_tokens(w.doc)"
     " FROM loom.conversations c"
@@ -228,15 +235,16 @@ _INSERT_VECTOR = (
     "  FROM loom.conversation_embeddings p WHERE p.org = c.org AND p.namespace = c.namespace"
     "  AND p.thread_id = c.thread_id AND p.msg_id = %(context_of)s AND p.model = %(model)s"
     # (the row's text is where it was read from: an earlier build's row keeps its start).
-    "  AND p.tombstoned_at IS NULL AND starts_with(%(read_after)s, p.text)) AS kept) k"
+    "  AND p.tombstoned_at IS NULL AND NOT p.saved_only"
+    "  AND starts_with(%(read_after)s, p.text)) AS kept) k"
     # The window as it stands (no turn after it yet), written with the row.
     " CROSS JOIN LATERAL (SELECT loom.turn_window(c.ts, b.texts[2], b.texts[1], %(text)s, NULL)"
     "  AS doc"
     "  FROM (SELECT array_agg(p.text ORDER BY p.ts DESC, p.msg_id DESC) AS texts FROM"
     "   (SELECT text, ts, msg_id FROM loom.conversation_embeddings"
     "    WHERE org = c.org AND namespace = c.namespace AND thread_id = c.thread_id"
-    "    AND model = %(model)s AND tombstoned_at IS NULL AND (ts, msg_id) < (c.ts, c.msg_id)"
-    "    ORDER BY ts DESC, msg_id DESC LIMIT 2) p) b) w"
+    "    AND model = %(model)s AND tombstoned_at IS NULL AND NOT saved_only"
+    "    AND (ts, msg_id) < (c.ts, c.msg_id) ORDER BY ts DESC, msg_id DESC LIMIT 2) p) b) w"
     " WHERE c.org = %(org)s AND c.namespace = %(ns)s"
     " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = %(msg_id)s"
     # The ts it was written at: whichever index the planner picks finds the one row.
@@ -252,7 +260,7 @@ _INSERT_VECTOR = (
     " context_embedding = EXCLUDED.context_embedding, context_of = EXCLUDED.context_of,"
     " window_tsv = EXCLUDED.window_tsv, window_len = EXCLUDED.window_len,"
     " is_saved = e.is_saved OR EXCLUDED.is_saved,"
-    " saved_at = coalesce(e.saved_at, EXCLUDED.saved_at),"
+    " saved_at = coalesce(e.saved_at, EXCLUDED.saved_at), saved_only = EXCLUDED.saved_only,"
     " tombstoned_at = NULL, created_at = now()"
     " WHERE e.tombstoned_at IS NOT NULL OR e.embedding IS NULL"
     " RETURNING e.msg_id"
@@ -294,6 +302,10 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
     note_moving_rows(conn, *scope, writes, vectorless_only=True)
     cur = conn.cursor()
     cur.executemany(_INSERT_VECTOR, params, returning=True)
+    # A row another agent's saved-only copy holds is a turn once a recorded copy stands beside
+    # it: search reads it from here on, and the rewrite starts where it stands.
+    ids = [i.turn.msg_id for i in items]
+    send_settle_saved_only(conn, *scope[:3], model, ids)
     rewrite_windows_from(conn, *scope, first.ts, first.turn.msg_id)
     return cur
 
@@ -310,7 +322,7 @@ def returned_rows(cur: Cursor) -> list[tuple[str]]:
 def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:
     return conn.execute(
         "SELECT msg_id, text FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
-        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL"
+        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL AND NOT saved_only"
         " ORDER BY ts DESC, msg_id DESC LIMIT 1",
         (scope.org, scope.namespace, scope.thread_id, model),
     )
@@ -333,6 +345,7 @@ def turns_without_vectors(
             " FROM loom.conversations c"
             " WHERE (c.ts, c.msg_id) > (%(after_ts)s, %(after_id)s) AND c.ts <= %(until)s"
             " AND c.tombstoned_at IS NULL AND c.role IN ('user', 'assistant')"
+            " AND NOT c.saved_only"  # a save writes its own copy's row
             " AND NOT EXISTS (SELECT 1 FROM loom.conversation_embeddings e WHERE e.org = c.org"
             "  AND e.namespace = c.namespace AND e.thread_id = c.thread_id"
             "  AND e.msg_id = c.msg_id AND e.model = %(model)s)"
@@ -444,15 +457,18 @@ def get_thread(conn: Connection, org: str, namespace: str, thread_id: str) -> di
 
 
 def _agent_clause(agent: str | None, *, in_run: bool = False, alias: str = "c") -> sql.Composable:
-    """One agent's copies, or (agent None) every agent's with a turn two agents logged once,
-    of the rows named `alias`; `in_run`: among the copies in the run `%(run)s` only (the one
-    another run holds is not this run's)."""
-    if agent is not None:
-        return sql.SQL("{c}.agent = %(agent)s").format(c=sql.Identifier(alias))  # may hold "%"
+    """The recorded copies (no copy a save alone stored is a turn: recorded.py) of one agent,
+    or (agent None) every agent's with a turn two agents logged once, of the rows named
+    `alias`; `in_run`: among the copies in the run `%(run)s` only (the one another run holds
+    is not this run's)."""
+    if agent is not None:  # the agent may hold "%"
+        return sql.SQL("{c}.agent = %(agent)s AND NOT {c}.saved_only").format(
+            c=sql.Identifier(alias)
+        )
     return sql.SQL(
-        "NOT EXISTS (SELECT 1 FROM loom.conversations o WHERE o.org = {c}.org"
-        " AND o.namespace = {c}.namespace AND o.thread_id = {c}.thread_id"
-        " AND o.msg_id = {c}.msg_id AND o.tombstoned_at IS NULL"
+        "NOT {c}.saved_only AND NOT EXISTS (SELECT 1 FROM loom.conversations o"
+        " WHERE o.org = {c}.org AND o.namespace = {c}.namespace AND o.thread_id = {c}.thread_id"
+        " AND o.msg_id = {c}.msg_id AND o.tombstoned_at IS NULL AND NOT o.saved_only"
         " AND (o.ts, o.agent) < ({c}.ts, {c}.agent){run})"
     ).format(c=sql.Identifier(alias), run=sql.SQL(" AND o.run_id = %(run)s" if in_run else ""))
 
@@ -547,7 +563,7 @@ def recent_threads(
     limit: int,
     offset: int,
 ) -> list[dict[str, Any]]:
-    """Threads with a live turn in the window, most recently active first."""
+    """Threads with a live recorded turn in the window, most recently active first."""
     agent_cond = sql.SQL("") if agent is None else sql.SQL("AND c.agent = %(agent)s")
     # Every agent's: the last turn is read from its first copy (a late copy of an earlier
     # turn is not the thread's last turn), as get and list read each turn once; the thread's
@@ -555,9 +571,10 @@ def recent_threads(
     first_copy = sql.SQL(" AND ") + _agent_clause(None, alias="l") if agent is None else sql.SQL("")
     query = sql.SQL(
         "WITH live AS ("
-        "  SELECT c.org, c.namespace, c.thread_id, c.agent, c.content, c.ts, c.msg_id"
-        "  FROM loom.conversations c"
-        "  WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.tombstoned_at IS NULL {agent}"
+        "  SELECT c.org, c.namespace, c.thread_id, c.agent, c.content, c.ts, c.msg_id,"
+        "  c.saved_only FROM loom.conversations c"
+        "  WHERE c.org = %(org)s AND c.namespace = %(ns)s AND c.tombstoned_at IS NULL"
+        "  AND NOT c.saved_only {agent}"
         "), active AS ("
         "  SELECT thread_id, count(DISTINCT msg_id) AS msg_count, max(ts) AS last_ts FROM live"
         "  GROUP BY thread_id"
@@ -700,7 +717,9 @@ def _settle_thread_embeddings(
         " RETURNING e.msg_id",
         (now, *params),
     ).fetchall()
-    if rows:  # the windows of the turns around them no longer read their text
+    # A row now held by a copy a save alone stored (its recorded copies gone) leaves search.
+    marked = settle_saved_only(conn, *scope, None if msg_id is None else [msg_id])
+    if rows or marked:  # the windows of the turns around them no longer read their text
         rewrite_thread_windows(conn, *scope)
     return len({r[0] for r in rows})
 
@@ -721,7 +740,8 @@ def settle_turn_embedding(
 def live_thread_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, agent: str | None
 ) -> list[dict[str, Any]]:
-    """Every live turn of the thread (one agent's, or each turn once), oldest first."""
+    """Every live turn the thread recorded (one agent's, or each turn once), oldest first: a
+    copy a save alone stored is neither summarised nor counted among the recent turns."""
     query = sql.SQL(
         "SELECT c.agent, c.msg_id, c.role, c.content, c.metadata, c.is_saved, c.ts"
         " FROM loom.conversations c WHERE c.org = %(org)s AND c.namespace = %(ns)s"

@@ -17,6 +17,7 @@ from chalicelib.auth import personal_namespace
 from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
 from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
 from chalicelib.store.conversations import summary_row, take_thread_leases
+from chalicelib.store.recorded import settle_saved_only
 from chalicelib.store.turn_windows import rewrite_thread_windows
 
 Kind = Literal["user", "namespace_list"]
@@ -81,6 +82,11 @@ GENERIC = (
     # What the model answered on reading the subject's words: a cache, removed, not exported.
     # Last, so a job part-way through when this was added still meets every step it counted.
     ErasedTable("loom.extraction_cache", ("user_id",), None, ("prompt_sha256",), exported=False),
+    # What an extraction read beside its turns (earlier turns, session values): after the
+    # cache, for the same reason.
+    ErasedTable(
+        "loom.memory_evidence_requests", ("user_id",), None, ("namespace", "user_id", "request_id")
+    ),
 )
 ERASED = (CONVERSATIONS, EMBEDDINGS, THREADS, *GENERIC)
 
@@ -264,6 +270,9 @@ def erase_threads(
     )
     removed = _purge_threads(conn, s, params) if purge else {}
     for namespace, thread_id in threads:  # no window or context vector keeps erased text
+        # A row left held by a copy a save alone stored (its recorded copies erased) leaves
+        # transcript search, and the windows read past it.
+        settle_saved_only(conn, s.org, namespace, thread_id)
         rewrite_thread_windows(conn, s.org, namespace, thread_id)
     # A tombstoned row's window and context vector are read by nothing, but may hold the
     # subject's words: they go too (a row brought back is given both afresh).

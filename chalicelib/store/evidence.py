@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg import Connection
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 
 def store_turns(
@@ -67,6 +68,24 @@ def store_turns(
         ),
     ).fetchall()
     return [r[0] for r in rows], request_id
+
+
+def store_context(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    user_id: str,
+    request_id: str,
+    context: dict[str, Any],
+) -> None:
+    """What the request read beside its turns (tags, observation date, earlier turns, ...),
+    under the request id its turns are stored under; a replay of it keeps the first."""
+    conn.execute(
+        "INSERT INTO loom.memory_evidence_requests (org, namespace, user_id, request_id, context)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (org, namespace, user_id, request_id, Jsonb(context)),
+    )
 
 
 def _stored_turns(
@@ -173,13 +192,19 @@ def recall(
 
 
 def requests_of(conn: Connection, org: str, namespace: str) -> list[dict[str, Any]]:
-    """Every extraction request's turns in a namespace, oldest request first."""
+    """Every extraction request's turns in a namespace, with what it read beside them (`{}` for
+    a request stored before that was kept), oldest request first."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "SELECT request_id, user_id, agent, session_id,"
-            " json_agg(json_build_object('role', role, 'content', content, 'name', name,"
-            " 'timestamp', ts) ORDER BY idx) AS messages"
-            " FROM loom.memory_evidence WHERE org = %s AND namespace = %s"
-            " GROUP BY request_id, user_id, agent, session_id ORDER BY min(id)",
+            "SELECT e.request_id, e.user_id, e.agent, e.session_id,"
+            " json_agg(json_build_object('role', e.role, 'content', e.content, 'name', e.name,"
+            " 'timestamp', e.ts) ORDER BY e.idx) AS messages,"
+            " coalesce(r.context, '{}'::jsonb) AS context"
+            " FROM loom.memory_evidence e LEFT JOIN loom.memory_evidence_requests r"
+            " ON r.org = e.org AND r.namespace = e.namespace AND r.user_id = e.user_id"
+            " AND r.request_id = e.request_id"
+            " WHERE e.org = %s AND e.namespace = %s"
+            " GROUP BY e.request_id, e.user_id, e.agent, e.session_id, r.context"
+            " ORDER BY min(e.id)",
             (org, namespace),
         ).fetchall()

@@ -74,8 +74,9 @@ _SAVED_ELSEWHERE = (
 
 
 def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
-    """A message the transcript does not hold, there only because it is saved; the primary key
-    is its deduplication token, so two concurrent saves store one row."""
+    """A message the transcript does not hold, there only because it is saved (no transcript
+    read serves it, whether or not the namespace records: recorded.py); the primary key is its
+    deduplication token, so two concurrent saves store one row."""
     conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
         " user_id, ts, is_saved, saved_at, saved_only) VALUES"
@@ -145,7 +146,8 @@ def flag_embedding(
 ) -> None:
     """Write (when `fresh`) or flag the message's embedding row, owned by the saving user (the
     caller holds the thread's lease). A fresh write takes over any row of the message, moving it
-    to `ts`: the windows are rewritten from where it stood when earlier."""
+    to `ts`: the windows are rewritten from where it stood when earlier. It is `saved_only`
+    (out of transcript search) unless a recorded copy of the message is live."""
     if fresh:
         note_moving_rows(
             conn,
@@ -159,12 +161,16 @@ def flag_embedding(
         conn.execute(
             "INSERT INTO loom.conversation_embeddings AS e (org, namespace, thread_id, msg_id,"
             " model, agent, role, user_id, run_id, text, dim, embedding, error, ts, is_saved,"
-            " saved_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s)"
+            " saved_at, saved_only) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " %s, true, %s, NOT EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = %s"
+            "  AND c.namespace = %s AND c.thread_id = %s AND c.msg_id = %s"
+            "  AND c.tombstoned_at IS NULL AND NOT c.saved_only))"
             " ON CONFLICT (org, namespace, thread_id, msg_id, model) DO UPDATE SET"
             " agent = EXCLUDED.agent, role = EXCLUDED.role, user_id = EXCLUDED.user_id,"
             " run_id = EXCLUDED.run_id, text = EXCLUDED.text, dim = EXCLUDED.dim,"
             " embedding = EXCLUDED.embedding, error = EXCLUDED.error, ts = EXCLUDED.ts,"
-            " is_saved = true, saved_at = EXCLUDED.saved_at, tombstoned_at = NULL,"
+            " is_saved = true, saved_at = EXCLUDED.saved_at, saved_only = EXCLUDED.saved_only,"
+            " tombstoned_at = NULL,"
             # A row revived with this text has no context vector read after its turn before
             # yet: its own vector stands for it (a kept one would be of an earlier text).
             " context_embedding = EXCLUDED.embedding, context_of = NULL,"
@@ -185,6 +191,10 @@ def flag_embedding(
                 error,
                 ts,
                 saved_at,
+                turn.org,
+                turn.namespace,
+                turn.thread_id,
+                turn.msg_id,
             ),
         )
         rewrite_windows_from(conn, turn.org, turn.namespace, turn.thread_id, model, ts, turn.msg_id)
@@ -200,7 +210,8 @@ def unflag_saved(
     conn: Connection, org: str, namespace: str, thread_id: str, msg_id: str, user: str
 ) -> tuple[str, bool] | None:
     """Clear this user's saved flag on the transcript row: the copy's agent and whether the row
-    exists only because it was saved; None when the user had not saved it."""
+    exists only because it was saved (no transcript turn: the unsave removes it); None when the
+    user had not saved it."""
     row = conn.execute(
         "UPDATE loom.conversations SET is_saved = false, saved_at = NULL, saved_tsv = NULL,"
         " saved_len = NULL WHERE org = %s AND namespace = %s AND thread_id = %s AND msg_id = %s"

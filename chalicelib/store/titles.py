@@ -30,16 +30,18 @@ _UNTITLED = (
 def titler_candidates(
     conn: Connection, window_hours: int, min_turns: int, limit: int
 ) -> list[dict[str, Any]]:
-    """Untitled threads of recording namespaces, active in the window. First those never
-    tried, or with a user or assistant turn since they were last tried, most recently active
-    first; then those tried and given nothing new to title from, tried longest ago first. So
-    threads that keep waiting (or failing) go behind every other candidate, however busy with
-    tool or system turns, and never hold every slot of a pass."""
+    """Untitled threads of recording namespaces, active in the window (by the turns they
+    recorded: a copy a save alone stored is none). First those never tried, or with a user or
+    assistant turn since they were last tried, most recently active first; then those tried
+    and given nothing new to title from, tried longest ago first. So threads that keep waiting
+    (or failing) go behind every other candidate, however busy with tool or system turns, and
+    never hold every slot of a pass."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "WITH active AS ("
             "  SELECT DISTINCT c.org, c.namespace, c.thread_id FROM loom.conversations c"
-            "  WHERE c.ts >= now() - make_interval(hours => %s) AND c.tombstoned_at IS NULL)"
+            "  WHERE c.ts >= now() - make_interval(hours => %s) AND c.tombstoned_at IS NULL"
+            "  AND NOT c.saved_only)"
             " SELECT a.org, a.namespace, a.thread_id, s.turns, s.last_ts, s.first_agent"
             " FROM active a"
             " JOIN loom.namespaces n ON n.org = a.org AND n.namespace = a.namespace"
@@ -50,7 +52,7 @@ def titler_candidates(
             "  max(c.ts) AS last_ts, (array_agg(c.agent ORDER BY c.ts))[1] AS first_agent,"
             "  max(c.ts) FILTER (WHERE c.role IN ('user', 'assistant')) AS last_said"
             "  FROM loom.conversations c WHERE c.org = a.org AND c.namespace = a.namespace"
-            "  AND c.thread_id = a.thread_id AND c.tombstoned_at IS NULL) s"
+            "  AND c.thread_id = a.thread_id AND c.tombstoned_at IS NULL AND NOT c.saved_only) s"
             " CROSS JOIN LATERAL (SELECT t.title_claimed_until IS NOT NULL"
             "  AND coalesce(s.last_said <= t.title_claimed_until, true) AS tried) w"
             " WHERE " + _UNTITLED + " AND s.turns >= %s"
@@ -98,15 +100,15 @@ def claim_thread(
 def first_turns(
     conn: Connection, org: str, namespace: str, thread_id: str, n: int
 ) -> list[dict[str, Any]]:
-    """The thread's first `n` live user and assistant turns (each turn once), with the
-    (agent, msg_id) of the copy read."""
+    """The thread's first `n` live user and assistant turns it recorded (each turn once), with
+    the (agent, msg_id) of the copy read."""
     with conn.cursor(row_factory=dict_row) as cur:
         # One copy a msg_id (agents stamp their copies apart), turns in the order first logged.
         return cur.execute(
             "SELECT agent, msg_id, role, content FROM (SELECT DISTINCT ON (msg_id) agent, msg_id,"
             " role, content, ts FROM loom.conversations"
             " WHERE org = %s AND namespace = %s AND thread_id = %s AND tombstoned_at IS NULL"
-            " AND role IN ('user', 'assistant') ORDER BY msg_id, ts, agent) c"
+            " AND NOT saved_only AND role IN ('user', 'assistant') ORDER BY msg_id, ts, agent) c"
             " ORDER BY ts, msg_id LIMIT %s",
             (org, namespace, thread_id, n),
         ).fetchall()

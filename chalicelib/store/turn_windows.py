@@ -12,6 +12,10 @@ none, a save writing over an expired turn's row) notes first, under the thread's
 row stood (`note_moving_rows`): the rewrite of the same transaction starts no later than there,
 so no window keeps the text the row held, and the turn read after it loses a context vector read
 after that text.
+
+A row of a turn the transcript never recorded (`saved_only`: recorded.py) has no window and is
+no neighbour: the windows and context vectors around it read past it, so no transcript search
+matches its words.
 """
 
 from __future__ import annotations
@@ -26,30 +30,32 @@ _THREAD = (
     "org = %(org)s AND namespace = %(ns)s AND thread_id = %(thread)s AND tombstoned_at IS NULL"
     " AND (%(model)s::text IS NULL OR model = %(model)s)"
 )
-_MOVED_FROM = "loom.windows_moved_from"  # a transaction's setting: where a moved row stood
+MOVED_FROM = "loom.windows_moved_from"  # a transaction's setting: where a moved row stood
 _REWRITE = (
     # The change: the row written, or where a row this transaction moved stood when earlier.
     "WITH change AS MATERIALIZED (SELECT CASE WHEN m.ts < %(ts)s::timestamptz THEN m.ts"
     "  ELSE %(ts)s::timestamptz END AS ts,"
     "  CASE WHEN m.ts < %(ts)s::timestamptz THEN '' ELSE %(msg_id)s END AS msg_id"
-    "  FROM (SELECT nullif(current_setting('" + _MOVED_FROM + "', true), '')::timestamptz"
+    "  FROM (SELECT nullif(current_setting('" + MOVED_FROM + "', true), '')::timestamptz"
     "   AS ts) m),"
     # The row three before the change (none: the whole thread), as a bound the thread-order
     # index seeks to.
     " start AS MATERIALIZED (SELECT coalesce(s.ts, '-infinity') AS ts,"
     "  coalesce(s.msg_id, '') AS msg_id, s.ts IS NOT NULL AS found"
     "  FROM change c LEFT JOIN LATERAL (SELECT ts, msg_id"
-    "   FROM loom.conversation_embeddings WHERE " + _THREAD + ""
+    "   FROM loom.conversation_embeddings WHERE " + _THREAD + " AND NOT saved_only"
     "   AND c.ts IS NOT NULL AND (ts, msg_id) < (c.ts, c.msg_id)"
     "   ORDER BY ts DESC, msg_id DESC OFFSET 2 LIMIT 1) s ON true),"
-    " part AS (SELECT ctid AS rid, msg_id, model, ts, text FROM loom.conversation_embeddings"
-    "  WHERE " + _THREAD + ""
+    " part AS (SELECT ctid AS rid, msg_id, model, ts, text, saved_only"
+    "  FROM loom.conversation_embeddings WHERE " + _THREAD + ""
     "  AND (ts, msg_id) >= ((SELECT ts FROM start), (SELECT msg_id FROM start))),"
     " w AS MATERIALIZED (SELECT rid, lag(msg_id) OVER t AS before_id,"
     "  loom.turn_window(ts, lag(text, 2) OVER t, lag(text, 1) OVER t, text, lead(text, 1) OVER t)"
     "   AS doc,"
     "  NOT (SELECT found FROM start) OR row_number() OVER t > 2 AS writable"
-    "  FROM part WINDOW t AS (PARTITION BY model ORDER BY ts, msg_id))"
+    "  FROM part WHERE NOT saved_only WINDOW t AS (PARTITION BY model ORDER BY ts, msg_id)"
+    # A row the transcript never recorded: no window, no context read after another turn.
+    "  UNION ALL SELECT rid, NULL, NULL, true FROM part WHERE saved_only)"
     " UPDATE loom.conversation_embeddings e SET window_tsv = w.doc,"
     " window_len = loom.tsv_tokens(w.doc),"
     # A context vector read after a turn that is no longer the one before falls back to the
@@ -79,7 +85,7 @@ _NOTE_MOVING = (
     "  AND e.org = %(org)s AND e.namespace = %(ns)s AND e.thread_id = %(thread)s"
     "  AND e.model = %(model)s AND e.context_of IN (SELECT msg_id FROM moving WHERE retexted)"
     "  AND e.tombstoned_at IS NULL)"
-    " SELECT set_config('" + _MOVED_FROM + "', coalesce((SELECT min(ts) FROM moving)::text, ''),"
+    " SELECT set_config('" + MOVED_FROM + "', coalesce((SELECT min(ts) FROM moving)::text, ''),"
     "  true)"
 )
 
@@ -149,5 +155,5 @@ def _rewrite(
     }
     changed = conn.execute(_REWRITE, params).rowcount
     if ts is not None:  # a note is this rewrite's alone
-        conn.execute("SELECT set_config('" + _MOVED_FROM + "', '', true)")
+        conn.execute("SELECT set_config('" + MOVED_FROM + "', '', true)")
     return changed

@@ -75,7 +75,11 @@ LEXICONS_MAX = 16
 
 
 def _indexed() -> sql.Composable:
-    return sql.SQL("e.model = %(model)s AND e.tombstoned_at IS NULL AND e.window_tsv IS NOT NULL")
+    # A row of a turn the transcript never recorded has no window; the mark is read too.
+    return sql.SQL(
+        "e.model = %(model)s AND e.tombstoned_at IS NULL AND e.window_tsv IS NOT NULL"
+        " AND NOT e.saved_only"
+    )
 
 
 _LEXEMES = (

@@ -22,7 +22,7 @@ from chalicelib.providers.llm import LLMUnavailableError
 from chalicelib.providers.queue import SQS_MAX_DELAY
 from chalicelib.store import erasure_jobs, job_claims
 from chalicelib.store import extraction_queue as store
-from chalicelib.store.extraction_support import record_drops
+from chalicelib.store.extraction_support import Drop, record_drops
 
 BACKOFF_SECONDS = (15, 60, 300, 1800)  # after the 1st, 2nd, 3rd and later failed attempts
 UNREACHABLE_DELAY = 15
@@ -204,7 +204,7 @@ def expire_stale_jobs(deps: Deps) -> int:
     with deps.pool.connection() as conn:
         expired = store.expire_old(conn, TTL_DAYS - 1)
         for _, org, namespace in expired:
-            record_drops(conn, org, namespace, [("extraction_queue", "expired", 1, "")])
+            record_drops(conn, org, namespace, [Drop("extraction_queue", "expired", 1, "")])
         store.drop_past_ttl(conn, TTL_DAYS)
     return len(expired)
 

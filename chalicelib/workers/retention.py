@@ -1,13 +1,15 @@
 """The transcript TTL: turns older than LOOM_RETENTION_CONVERSATIONS_DAYS are removed from disk.
 
-The TTL covers loom.conversations only; embedding rows have none (the spec bounds it so).
+The TTL covers loom.conversations only; embedding rows have none (the spec bounds it so). The
+same pass removes extraction drops past 30 days and cached model answers past
+LOOM_EXTRACTION_CACHE_TTL_DAYS.
 """
 
 from __future__ import annotations
 
 from chalicelib.deps import Deps
 from chalicelib.store.conversations import purge_expired_turns
-from chalicelib.store.extraction_support import purge_old_drops
+from chalicelib.store.extraction_support import purge_expired_cache, purge_old_drops
 
 BATCH = 5000
 MAX_BATCHES_PER_PASS = 200
@@ -26,4 +28,22 @@ def purge_expired_conversations(deps: Deps) -> dict[str, int]:
                 break
     with deps.pool.connection() as conn:
         drops = purge_old_drops(conn)  # loom.memory_drops is kept 30 days
-    return {"retention_days": days, "turns_removed": removed, "drops_removed": drops}
+    return {
+        "retention_days": days,
+        "turns_removed": removed,
+        "drops_removed": drops,
+        "cache_removed": _purge_cache(deps),
+    }
+
+
+def _purge_cache(deps: Deps) -> int:
+    """Cached extraction answers past their TTL, in batches (each its own transaction)."""
+    ttl_days = deps.live().extraction_cache_ttl_days
+    removed = 0
+    for _ in range(MAX_BATCHES_PER_PASS):
+        with deps.pool.connection() as conn:
+            n = purge_expired_cache(conn, ttl_days, BATCH)
+        removed += n
+        if n < BATCH:
+            break
+    return removed

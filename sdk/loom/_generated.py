@@ -340,6 +340,8 @@ class MemorySetFromMessagesResult(TypedDict, total=False):
     tokens_in: int
     tokens_out: int
     cached_tokens_in: int
+    response_cache_hits: int
+    response_cache_tokens_in: int
     segments: int
     segmenter: str
     forgotten: int

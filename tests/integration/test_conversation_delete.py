@@ -105,14 +105,17 @@ def test_delete_tombstones_the_threads_turns_row_and_embeddings(t, pool, org, do
 def test_after_delete_no_read_shows_the_thread(t, embedder, doomed):
     """GIVEN a thread that was deleted
     WHEN get, list, threads and search (by vector and by substring) look for it
-    THEN none shows anything of it, while the other thread is still found.
+    THEN none shows anything of it: get answers not found (neither its thread row nor a live
+    message is left), with no count, title, metadata, owner or times; the other thread is
+    still found.
     """
     turns, keep = doomed
     assert delete(t)[0] == 200
 
     got = t.ok("conversation.get", agent="", thread_id="th-doomed", include_messages=True)
-    assert got["found"] is False or got["msg_count"] == 0
-    assert got["messages"] == [] and got["title"] == ""
+    assert (got["found"], got["msg_count"], got["messages"]) == (False, 0, [])
+    assert (got["title"], got["metadata"], got["agent"]) == ("", {}, "")
+    assert (got["created_at"], got["updated_at"], got["next_cursor"]) == (None, None, None)
     assert t.ok("conversation.list", agent="", thread_id="th-doomed")["rows"] == []
     assert [r["thread_id"] for r in t.ok("conversation.threads")["threads"]] == ["th-keep"]
     assert t.hit_ids("the lighthouse key") == [keep]

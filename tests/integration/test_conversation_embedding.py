@@ -219,3 +219,29 @@ def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(
     rows = {r["msg_id"]: r for r in embedding_rows(pool, org, "th")}
     assert set(rows) == {"m1"} and not rows["m1"]["vector_missing"]
     assert "m1" in t.hit_ids("zanzibar ledger migration")
+
+
+def test_no_worker_retries_a_turn_whose_embed_failed(t, pool, org, embedder, deps):
+    """GIVEN a user turn appended while the embedder failed (its row names the error)
+    WHEN the embedder is back and every scheduled worker runs, twice
+    THEN the row still has no vector and keeps its error, the embedder was never sent the
+    turn again, and vector search does not return it: the spec's "nothing retries it".
+    """
+    from chalicelib.providers.llm import FakeLLM
+    from chalicelib.workers.schedule import scheduled_workers
+
+    embedder.failing = True
+    out = t.append("th-1", "the lantern batteries are in the green drawer")
+    embedder.failing = False
+    embedder.seen.clear()
+    deps._llm = FakeLLM()  # the workers that call a model (titler, queue) call none here
+
+    for _ in range(2):
+        for worker in scheduled_workers():
+            worker.run(deps)
+
+    (row,) = embedding_rows(pool, org)
+    assert (row["msg_id"], row["vector_missing"]) == (out["msg_id"], True)
+    assert row["error"] and "fail" in row["error"]
+    assert not [text for text in embedder.seen if "lantern batteries" in text]
+    assert out["msg_id"] not in t.hit_ids("lantern batteries green drawer")

@@ -14,6 +14,7 @@ from tests.integration.test_conversation_support import NS
 from tests.integration.test_erasure_support import (
     ANN,
     BOB,
+    MARK,
     NS2,
     OWN_RECORD,
     dump,
@@ -23,6 +24,25 @@ from tests.integration.test_erasure_support import (
 )
 
 TOMBSTONE = {t.name: t.tombstone for t in ERASED}
+# What each user's seeded turns say, around the user's marker word (test_erasure_support).
+SAID = (
+    "{w} asks where the harbour lighthouse key is",
+    "the key for {w} is in the blue tin",
+    "{w} plans a spring trip",
+    "{w} writes a note about sourdough",
+    "{w} saved the bread recipe",
+)
+
+
+def _turn_key(row: dict) -> tuple[str, str, str, str]:
+    return (row["namespace"], row["thread_id"], row["agent"], row["msg_id"])
+
+
+def _turns(pool, org: str) -> list[dict]:
+    with pool.connection() as conn:
+        cur = conn.execute("SELECT * FROM loom.conversations WHERE org = %s", (org,))
+        names = [d.name for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 @pytest.fixture
@@ -53,6 +73,7 @@ def test_a_user_erasure_changes_nothing_of_the_other_user_or_another_org(
     """
     other = open_world(api, deps, f"org-{uuid.uuid4().hex[:10]}")
     assert set(rows_of(pool, org, ANN)) >= {t.name for t in ERASED}  # every plane seeded
+    ann_turns = {_turn_key(r): r["content"] for r in rows_of(pool, org, ANN)["loom.conversations"]}
     bob_before = without_own_record(dump(pool, org, ANN))
     other_before = dump(pool, other.org)
 
@@ -63,8 +84,64 @@ def test_a_user_erasure_changes_nothing_of_the_other_user_or_another_org(
     assert without_own_record(dump(pool, org, ANN)) == bob_before
     assert dump(pool, other.org) == other_before
     counts = out["removed"] if purge else out["tombstoned"]
-    assert counts["loom.conversations"] == 5  # four appended turns and the saved message
+    # Her four appended turns and the message she saved, by what they said.
+    assert sorted(ann_turns.values()) == sorted(said.format(w=MARK[ANN]) for said in SAID)
+    assert counts["loom.conversations"] == len(ann_turns)
+    left = {_turn_key(r): r for r in _turns(pool, org)}
+    for key in ann_turns:
+        assert key not in left if purge else left[key]["tombstoned_at"] is not None, key
     assert counts["loom.memories"] == 4  # the set fact, the extracted fact, a chunk, a digest
+
+
+@pytest.mark.parametrize("purge", [False, True])
+def test_a_user_erasure_takes_their_saved_message_and_leaves_the_other_users(
+    pool, org, world, purge
+):
+    """GIVEN two users who each saved a message in the thread they share
+    WHEN one of them is erased (with and without purge)
+    THEN that user's saved message is gone from every saved-message op (list, search, status)
+    and its transcript and embedding rows are tombstoned (with purge, removed), while the
+    other user's saved message is still listed, found and checked, with its text, and its
+    rows are what they were."""
+
+    def saved_rows(table: str, msg_id: str) -> list[dict]:
+        with pool.connection() as conn:
+            cur = conn.execute(
+                f"SELECT * FROM {table} WHERE org = %s AND msg_id = %s", (org, msg_id)
+            )
+            names = [d.name for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def reads(user: str) -> tuple[list, list, list]:
+        scope = {"agent": "a1", "user_id": user, "as_": "viewer"}
+        listed = world.t.ok("conversation.list_saved_messages", **scope)["rows"]
+        found = world.t.ok("conversation.search_saved_messages", query="bread recipe", **scope)
+        status = world.t.ok("conversation.saved_status", conversation_id="th-shared",
+                            message_ids=[f"saved-{ANN}", f"saved-{BOB}"], **scope)  # fmt: skip
+        return (
+            [(r["message_id"], r["excerpt"]) for r in listed],
+            [(h["message_id"], h["excerpt"]) for h in found["hits"]],
+            status["saved"],
+        )
+
+    bob = f"saved-{BOB}"
+    bob_said = f"{MARK[BOB]} saved the bread recipe"
+    assert reads(ANN)[0] == [(f"saved-{ANN}", f"{MARK[ANN]} saved the bread recipe")]
+    bob_rows = {
+        t: saved_rows(t, bob) for t in ("loom.conversations", "loom.conversation_embeddings")
+    }
+
+    world.erase(kind="user", user_id=ANN, purge=purge)
+
+    assert reads(ANN) == ([], [], [])
+    assert reads(BOB) == ([(bob, bob_said)], [(bob, bob_said)], [bob])
+    for table in ("loom.conversations", "loom.conversation_embeddings"):
+        gone = saved_rows(table, f"saved-{ANN}")
+        if purge:
+            assert gone == [], table
+        else:
+            assert gone and all(r["tombstoned_at"] is not None for r in gone), table
+        assert saved_rows(table, bob) == bob_rows[table], table
 
 
 def test_a_user_erasure_in_one_namespace_leaves_their_rows_in_the_others(pool, org, world):

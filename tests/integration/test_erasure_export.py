@@ -39,6 +39,7 @@ def test_the_export_holds_the_user_in_every_plane_and_no_one_else(world):
         "loom.memory_versions",
         "loom.memory_evidence_links",
         "loom.memory_evidence",
+        "loom.memory_evidence_requests",
         "loom.memory_extraction_queue",
         "loom.memory_drops",
         "loom.observations",

@@ -368,7 +368,8 @@ def test_loom_drops_sums_the_namespaces_drops_by_stage_and_reason(m, deps, pool,
     """GIVEN two extractions in a namespace that each drop a recall echo, one also a narration
     WHEN `loom drops --namespace NS` runs, and for a namespace with no drops
     THEN it prints one line per stage and reason with the summed count (2 recall echoes, 1
-    narration); the other namespace has none.
+    narration) and no tokens spent on them (the model's answers parsed); the other namespace
+    has none.
     """
     echo = fact("atlas", "launch date", "Atlas launches in June.")
     narration = fact("session", "reading", "User read lines 1-1000 of README.md.")
@@ -379,8 +380,8 @@ def test_loom_drops_sums_the_namespaces_drops_by_stage_and_reason(m, deps, pool,
 
     assert cli.main(["drops", "--namespace", NS]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert ["loom.drop_recall_echoes", "recall_echo", "2"] in [ln.split() for ln in lines]
-    assert ["loom.drop_activity_narration", "activity_narration", "1"] in [
+    assert ["loom.drop_recall_echoes", "recall_echo", "2", "0", "0"] in [ln.split() for ln in lines]
+    assert ["loom.drop_activity_narration", "activity_narration", "1", "0", "0"] in [
         ln.split() for ln in lines
     ]
 

@@ -245,8 +245,9 @@ def test_the_same_prompt_twice_is_answered_from_the_response_cache(m, deps, pool
     """GIVEN a transcript extracted once for a user in a namespace, and the fact it wrote
     deleted (so the prompt names no memory it did not name the first time)
     WHEN the same transcript is extracted again for them there (the same prompt)
-    THEN no new model call is made: the second answers with cached_tokens_in equal to the
-    first call's tokens_in and no tokens_in of its own, and writes the cached answer's fact.
+    THEN no new model call is made: the second answers one response-cache hit whose prompt
+    tokens equal the first call's tokens_in, no tokens of its own and nothing cached by the
+    provider, and writes the cached answer's fact.
     """
     llm = scripted(deps, reply(HOME))
 
@@ -255,9 +256,12 @@ def test_the_same_prompt_twice_is_answered_from_the_response_cache(m, deps, pool
     second = m.extract_ok(SAID, user_id="u1")
 
     assert len(llm.prompts) == 1
-    assert first["tokens_in"] > 0 and first["cached_tokens_in"] == 0
-    assert second["cached_tokens_in"] == first["tokens_in"]
-    assert (second["tokens_in"], second["tokens_out"]) == (0, 0)
+    assert first["tokens_in"] > 0 and first["response_cache_hits"] == 0
+    assert (second["response_cache_hits"], second["response_cache_tokens_in"]) == (
+        1,
+        first["tokens_in"],
+    )
+    assert (second["tokens_in"], second["tokens_out"], second["cached_tokens_in"]) == (0, 0, 0)
     assert facts_of(pool, m.org, NS) == {"user/home_city": "The user lives in Lisbon."}
 
 

@@ -3,16 +3,25 @@ skip or name an operator's step, and steps that fail open."""
 
 from __future__ import annotations
 
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
 import pytest
 
 from chalicelib.extraction import pipeline
+from chalicelib.providers.llm import ScriptedLLM
 from tests.integration.test_memory_support import (
+    NS2,
     SPEC_STEPS,
     Mem,
+    drop_rows,
     evidence_rows,
     fact,
     facts_of,
     keys,
+    live_setting,
     memory_rows,
     reply,
     scripted,
@@ -29,21 +38,115 @@ def m(api, deps, org):
     return Mem.open(api, deps, org)
 
 
-def test_the_default_pipeline_runs_every_step_in_the_spec_order(m, deps):
-    """GIVEN a model that extracts one fact
-    WHEN a transcript is sent without pipeline_steps
-    THEN stage_ms times every default step as step.<id>, in the spec's order, and the fact is
-    written.
+@dataclass
+class Watching(ScriptedLLM):
+    """A scripted model that notes, at each call, the turns already stored as evidence."""
+
+    pool: Any = None
+    org: str = ""
+    evidence_at_call: list[list[str]] = field(default_factory=list)
+
+    def complete(self, system, user, *, json_output=False, model=None):
+        self.evidence_at_call.append([r["content"] for r in evidence_rows(self.pool, self.org)])
+        return super().complete(system, user, json_output=json_output, model=model)
+
+
+# Seven facts for one coding capture. Each but the last is caught by one step and could be
+# caught by every step after it too, so the step that drops it shows which ran first.
+RAN_PYTEST = "User ran pytest right now"  # a recall echo, then every later step's catch
+RAN_RUFF = "User ran ruff right now"  # a session echo, narration, a snapshot, stored
+RAN_MYPY = "User ran mypy right now"  # narration, a snapshot, stored
+BUILD_GREEN = "The build is green right now"  # a snapshot, the verifier's pick, stored
+PORT = "The service exposes port 8080"  # the verifier's pick, stored
+TABS = "The user prefers tabs over spaces"  # stored already
+FRIDAYS = "The user deploys on Fridays"  # new: written
+SEVEN = (
+    fact("pytest", "run", RAN_PYTEST),
+    fact("ruff", "run", RAN_RUFF),
+    fact("mypy", "run", RAN_MYPY),
+    fact("build", "status", BUILD_GREEN),
+    fact("service", "port", PORT),
+    fact("user", "indentation", TABS),
+    fact("user", "deploy day", FRIDAYS),
+)
+
+
+def test_the_default_pipeline_runs_every_step_in_the_spec_order(m, deps, pool):
+    """GIVEN a namespace holding a memory tagged category:ops and the values of six of seven
+    facts the model will return, a verifier model, and a coding capture whose session was
+    served pytest/last_run and carried the ruff sentence
+    WHEN the transcript is sent without pipeline_steps
+    THEN the steps' effects come in the spec's order: the turn is stored before the model is
+    called; the model's prompt already holds the category and the stored memories; each fact
+    is dropped by the first step that catches it (recall echo, session echo, narration,
+    non-durable, verifier, hash dedup), counted in that order; only the new fact is written,
+    and it is linked to its turn; stage_ms times every step, in that order.
     """
-    scripted(deps, reply(COFFEE))
+    m.set("ops/oncall", "The team rotates on-call weekly.", tags=["category:ops"])
+    for i, value in enumerate((RAN_PYTEST, RAN_RUFF, RAN_MYPY, BUILD_GREEN, PORT, TABS)):
+        m.set(f"seed/{i}", value)
+    llm = Watching(
+        replies=deque([reply(*SEVEN), json.dumps({"non_durable": [0]})]),
+        name=f"watching-{m.org}",
+        pool=pool,
+        org=m.org,
+    )
+    deps._llm = llm
+    said = turns(("user", "Ran the checks; we deploy on Fridays."))
 
-    out = m.extract_ok(SAID)
+    with live_setting(pool, memory_extract_verify_models='["verifier-a"]'):
+        out = m.extract_ok(
+            said,
+            extra_tags=["source:claude-code"],
+            recalled_keys=["pytest/last_run"],
+            session_values=[RAN_RUFF],
+        )
 
+    assert llm.evidence_at_call == [[said[0]["content"]]] * 2  # stored before any call
+    extract_prompt = llm.prompts[0][1]
+    assert "Namespace categories: category:ops" in extract_prompt
+    assert "- ops/oncall: The team rotates on-call weekly." in extract_prompt
+    assert f"- seed/5: {TABS}" in extract_prompt
+    assert [(d["stage"], d["reason"], d["count"]) for d in drop_rows(pool, m.org)] == [
+        ("loom.drop_recall_echoes", "recall_echo", 1),
+        ("loom.drop_session_echoes", "session_echo", 1),
+        ("loom.drop_activity_narration", "activity_narration", 1),
+        ("loom.drop_non_durable", "status_snapshot", 1),
+        ("loom.verify_durable", "non_durable", 1),
+        ("loom.hash_dedup", "duplicate", 1),
+    ]
+    assert [d["detail"] for d in drop_rows(pool, m.org)] == [
+        RAN_PYTEST, RAN_RUFF, RAN_MYPY, BUILD_GREEN, PORT, TABS
+    ]  # fmt: skip
+    assert verdicts(out) == {"user/deploy_day": "created"}
+    ev = m.ok("memory.evidence", as_="viewer", key="user/deploy_day")["turns"]
+    assert [t["content"] for t in ev] == [said[0]["content"]]
     step_keys = [k for k in out["stage_ms"] if k.startswith("step.")]
     assert step_keys == [f"step.{s}" for s in SPEC_STEPS]
-    assert all(out["stage_ms"][k] >= 0 for k in step_keys)
-    assert verdicts(out) == {"user/drink": "created"}
     assert out["pipeline_errors"] == []
+
+
+def test_the_extraction_prompt_carries_the_namespaces_categories_and_nearest_memories(m, deps):
+    """GIVEN a namespace holding memories tagged with two categories, and another namespace
+    holding a memory of its own
+    WHEN a transcript is extracted
+    THEN the prompt the model was sent names the namespace's categories and lists its stored
+    memories with their keys, and nothing of the other namespace.
+    """
+    m.set("user/breakfast", "The user eats porridge for breakfast.", tags=["category:food"])
+    m.set("user/lunch", "The user eats soup for lunch.", tags=["category:food"])
+    m.set("user/team", "The user works on the payments team.", tags=["category:work"])
+    m.set("user/dinner", "The user skips dinner on Mondays.", namespace=NS2)
+    llm = scripted(deps, reply(COFFEE))
+
+    m.extract_ok(turns(("user", "For breakfast I only have porridge and black coffee.")))
+
+    (system, prompt), *_ = llm.prompts
+    assert "Namespace categories: category:food, category:work" in prompt
+    assert "- user/breakfast: The user eats porridge for breakfast." in prompt
+    assert "- user/team: The user works on the payments team." in prompt
+    assert "skips dinner" not in prompt
+    assert "Use the namespace's categories as tags" in system
 
 
 def test_stage_ms_also_times_the_bulk_writes_phases(m, deps):

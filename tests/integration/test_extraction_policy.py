@@ -325,8 +325,8 @@ def test_a_changed_policy_is_never_answered_from_the_cache_of_the_old_one(m, dep
     repeat = m.extract_ok(SAID)
 
     assert len(llm.prompts) == 2
-    assert under["cached_tokens_in"] == 0 and under["tokens_in"] > 0
-    assert repeat["cached_tokens_in"] > 0 and repeat["tokens_in"] == 0
+    assert under["response_cache_hits"] == 0 and under["tokens_in"] > 0
+    assert repeat["response_cache_hits"] == 1 and repeat["tokens_in"] == 0
 
 
 class FlakyPolicies:

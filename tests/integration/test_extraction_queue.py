@@ -378,6 +378,50 @@ def test_retry_mine_requeues_failed_batches_and_leaves_others(api, deps, org, qu
     assert _status(pool, failed)[0] == "pending"
 
 
+def _due_now(pool, queue_id):
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET not_before = now() WHERE queue_id = %s",
+            (queue_id,),
+        )
+
+
+def test_a_batch_retried_by_retry_mine_gets_exactly_one_more_attempt(api, deps, org, queue, pool):
+    """GIVEN an agent's deferred batch that failed its every attempt (two, under
+    LOOM_EXTRACTION_QUEUE_MAX_ATTEMPTS=2) against a model that never answers JSON
+    WHEN the agent retries it with memory.extraction_retry_mine, and the worker then runs
+    again and again
+    THEN the retry is accepted (pending, its attempts unchanged), the worker replays it once
+    (one more model call, a third attempt spent) and it ends failed again; later passes leave
+    it alone: no further model call.
+    """
+    agent = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-hail"))
+    said = [{"role": "user", "content": "hail is on my mind"}]
+    qid = agent.ok("memory.set_from_messages", messages=said, defer=True, **BODY)["queue_id"]
+    deps._llm = llm = ScriptedLLM(replies=deque(["not json"] * 50), name=f"hail-{org}")
+
+    def calls() -> int:
+        return sum("hail is on my mind" in user for _, user in llm.prompts)
+
+    with live_setting(pool, extraction_queue_max_attempts="2"):
+        assert process_job(deps, qid) == "retry"
+        _due_now(pool, qid)
+        assert process_job(deps, qid) == "failed"
+        assert (_status(pool, qid), calls()) == (("failed", 2), 2)
+
+        out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot", queue_ids=[qid])
+        assert out["requeued"] == [qid]
+        assert _status(pool, qid) == ("pending", 2)
+
+        drain_due(deps)
+        assert (_status(pool, qid), calls()) == (("failed", 3), 3)
+        for _ in range(2):
+            drain_due(deps)
+            _due_now(pool, qid)  # even made due again, a failed batch is not claimed
+            assert process_job(deps, qid) == "skipped"
+        assert (_status(pool, qid), calls()) == (("failed", 3), 3)
+
+
 @pytest.mark.parametrize("lost", [False, True])
 def test_a_request_waiting_29_days_is_dropped_with_a_record(deps, org, queue, pool, lost):
     """A job still waiting after 29 days, or (lost) taken by a worker lost since, ends failed

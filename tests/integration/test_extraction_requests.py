@@ -1,5 +1,6 @@
-"""memory.set_from_messages: request limits, turns stored as evidence first, memory.evidence and
-memory.recall, and the fail-closed extraction call."""
+"""memory.set_from_messages: request limits, turns stored as evidence first (a failed
+extraction call included), memory.evidence and memory.recall, and the fail-closed extraction
+call."""
 
 from __future__ import annotations
 
@@ -172,21 +173,26 @@ FAILURES = (
 
 
 @pytest.mark.parametrize(("what", "answer"), FAILURES, ids=[w for w, _ in FAILURES])
-def test_a_failed_extraction_call_is_502_and_writes_no_memory(m, deps, pool, what, answer):
+def test_a_failed_extraction_call_is_502_writes_no_memory_and_keeps_the_turns(
+    m, deps, pool, what, answer
+):
     """GIVEN a model whose extraction call fails or answers something that is not a JSON object
     WHEN a transcript is sent
-    THEN it answers 502 EXTRACTION_FAILED and writes nothing: no fact, chunk or digest, and no
-    evidence row (memory.recall finds no turn).
+    THEN it answers 502 EXTRACTION_FAILED and writes no fact, chunk or digest, yet the turn was
+    stored first: it is an evidence row, and memory.recall finds it.
     """
     scripted(deps, answer)
 
-    status, data = m.extract(ONE)
+    status, data = m.extract(ONE, session_id="s-failed")
 
     assert status == 502, data
     assert data["error"]["code"] == "EXTRACTION_FAILED"
     assert memory_rows(pool, m.org) == []
-    assert evidence_rows(pool, m.org) == []
-    assert m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"] == []
+    assert [(r["session_id"], r["content"]) for r in evidence_rows(pool, m.org)] == [
+        ("s-failed", ONE[0]["content"])
+    ]
+    found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
+    assert [(t["session_id"], t["content"]) for t in found] == [("s-failed", ONE[0]["content"])]
 
 
 def test_a_failure_in_a_later_segment_writes_nothing_from_the_earlier_ones(m, deps, pool):
@@ -225,33 +231,47 @@ def test_two_users_sending_one_request_id_each_keep_their_own_turns(m, deps):
     assert "I like tea." in str(recalled) and "Bluebird" not in str(recalled)
 
 
-def test_a_retried_failing_extraction_leaves_only_the_successful_calls_turns(m, deps, pool):
-    """GIVEN a model that fails twice, then answers
-    WHEN the same transcript is sent three times (a client retrying after each 502)
-    THEN the first two answer 502 and store nothing; the third stores the turn once, and
-    memory.recall finds it once."""
-    scripted(deps, LLMError("upstream 500"), LLMError("upstream 500"), reply())
+def test_a_retry_under_the_same_request_id_links_the_turns_the_failed_call_stored(m, deps, pool):
+    """GIVEN a model that fails twice, then answers a fact citing the turn
+    WHEN the same transcript is sent three times under one request_id (a client retrying after
+    each 502)
+    THEN the first two answer 502 and the turn is stored once, by the first; the third reuses
+    it: memory.recall finds it once, and memory.evidence serves it as the fact's source."""
+    scripted(
+        deps,
+        LLMError("upstream 500"),
+        LLMError("upstream 500"),
+        reply(fact("user", "home city", "The user lives in Lisbon.", indices=[0])),
+    )
 
-    assert [m.extract(ONE)[0] for _ in range(2)] == [502, 502]
-    assert evidence_rows(pool, m.org) == []
-    m.extract_ok(ONE)
+    assert [m.extract(ONE, request_id="r-9")[0] for _ in range(2)] == [502, 502]
+    (stored,) = evidence_rows(pool, m.org)
+    out = m.extract_ok(ONE, request_id="r-9")
 
-    assert [r["content"] for r in evidence_rows(pool, m.org)] == [ONE[0]["content"]]
+    assert evidence_rows(pool, m.org) == [stored]
     found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
     assert [t["content"] for t in found] == [ONE[0]["content"]]
+    ev = m.ok("memory.evidence", as_="viewer", key="user/home_city")["turns"]
+    assert [(t["evidence_id"], t["content"]) for t in ev] == [
+        (out["evidence_ids"][0], ONE[0]["content"])
+    ]
 
 
-def test_a_failed_typed_record_extraction_is_502_and_stores_no_turn(m, deps, pool):
+def test_a_failed_typed_record_extraction_is_502_and_keeps_the_turn(m, deps, pool):
     """GIVEN a model whose extraction call fails
     WHEN a typed record is asked for
-    THEN it answers 502 EXTRACTION_FAILED and stores nothing, evidence included."""
+    THEN it answers 502 EXTRACTION_FAILED and writes no record, and the turn is stored: it is
+    an evidence row and memory.recall finds it."""
     scripted(deps, LLMError("upstream 500"))
     schema = {"type": "object", "properties": {"city": {"type": "string"}}}
 
     status, data = m.extract(ONE, record_schema=schema, memory_key="profile/home")
 
     assert status == 502 and data["error"]["code"] == "EXTRACTION_FAILED", data
-    assert memory_rows(pool, m.org) == [] and evidence_rows(pool, m.org) == []
+    assert memory_rows(pool, m.org) == []
+    assert [r["content"] for r in evidence_rows(pool, m.org)] == [ONE[0]["content"]]
+    found = m.ok("memory.recall", as_="viewer", query="Lisbon")["turns"]
+    assert [t["content"] for t in found] == [ONE[0]["content"]]
 
 
 def test_recall_never_serves_a_turn_that_reads_as_high(m, deps, pool):

@@ -13,6 +13,7 @@ from chalicelib import mcp
 from chalicelib.auth import mint_token
 from chalicelib.deps import Deps, set_deps
 from chalicelib.providers.llm import FakeLLM
+from chalicelib.registry import registered
 from tests.conftest import make_settings
 
 
@@ -365,3 +366,75 @@ def test_a_ping_or_a_listing_is_no_call_on_the_session(client, deps, pool, org):
     assert last_seen() == before
     s.tool("loom_system_whoami")
     assert last_seen() > before
+
+
+# ---- what the listings carry ----------------------------------------------------------------
+
+
+def _ops_listed(spec_mcp: str) -> set[str]:
+    """The registered ops of one MCP listing: core, all, unlisted or hidden."""
+    return {name for name, spec in registered().items() if spec.mcp == spec_mcp}
+
+
+def _listing(session: Session) -> tuple[set[str], set[str]]:
+    """The tool names a tools/list answers, and the ops loom_op's description names."""
+    status, body, _ = session.send(_rpc("tools/list"))
+    assert status == 200 and "result" in body, body
+    tools = body["result"]["tools"]
+    generic = next(t for t in tools if t["name"] == mcp.GENERIC_TOOL)
+    named = generic["description"].split(": ", 1)[1].split(", ")
+    return {t["name"] for t in tools}, set(named)
+
+
+def _call(session: Session, name: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
+    """(isError, the answer) of one tools/call."""
+    status, body, _ = session.send(_rpc("tools/call", {"name": name, "arguments": arguments}))
+    assert status == 200 and "result" in body, body
+    result = body["result"]
+    return result["isError"], json.loads(result["content"][0]["text"])
+
+
+@pytest.mark.parametrize("query", ["?namespace=ns1", "?namespace=ns1&toolset=all"])
+def test_a_hidden_op_is_not_listed_and_not_callable_over_mcp(client, deps, org, query):
+    """GIVEN an MCP session on the core listing, and one on ?toolset=all
+    WHEN it lists its tools, then calls each op hidden from MCP (conversation.search and
+    memory.extraction_status among them) by its own tool name and through loom_op
+    THEN no tool carries it and loom_op's description does not name it, and each call is a
+    tool error answering forbidden (use HTTP)."""
+    hidden = _ops_listed("hidden")
+    assert {"conversation.search", "memory.extraction_status"} <= hidden
+    s = Session(client, mint_token(deps, org=org, role="org_admin"), query)
+    names, generic = _listing(s)
+    for op in sorted(hidden):
+        assert mcp.tool_name(op) not in names and op not in generic, op
+        for tool, args in ((mcp.tool_name(op), {"query": "x"}),
+                           (mcp.GENERIC_TOOL, {"op": op, "args": {"query": "x"}})):  # fmt: skip
+            is_error, answer = _call(s, tool, **args)
+            assert is_error and answer["error"]["code"] == "forbidden", (op, tool, answer)
+            assert "HTTP" in answer["error"]["message"]
+
+
+def test_an_unlisted_op_is_absent_from_every_listing_and_callable_through_loom_op(
+    client, api, deps, org
+):
+    """GIVEN a thread recorded over HTTP, and MCP sessions on the core listing and on
+    ?toolset=all
+    WHEN each lists its tools, then calls conversation.get (unlisted) through loom_op
+    THEN neither listing carries a tool of any unlisted op, loom_op's description names each
+    one, and the call answers the thread's turns; an op of the all toolset
+    (conversation.threads) is listed on ?toolset=all only."""
+    unlisted = _ops_listed("unlisted")
+    assert {"conversation.get", "conversation.list", "conversation.save_message"} <= unlisted
+    token = mint_token(deps, org=org, role="org_admin")
+    api.ok("conversation.set_logging", token=token, namespace="ns1", enabled=True)
+    api.ok("conversation.append", token=token, namespace="ns1", agent="a1", thread_id="t1",
+           role="user", content="the ferry leaves at nine", msg_id="m1")  # fmt: skip
+    for toolset in ("", "&toolset=all"):
+        s = Session(client, token, "?namespace=ns1" + toolset)
+        names, generic = _listing(s)
+        for op in sorted(unlisted):
+            assert mcp.tool_name(op) not in names and op in generic, (toolset, op)
+        assert ("loom_conversation_threads" in names) is bool(toolset)
+        got = s.op("conversation.get", thread_id="t1", agent="", include_messages=True)
+        assert [(m["msg_id"], m["content"]) for m in got["messages"]] == [
+            ("m1", "the ferry leaves at nine")]  # fmt: skip

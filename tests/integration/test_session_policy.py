@@ -145,13 +145,40 @@ def test_sections_with_events_are_written_when_no_model_can_revise(b, deps, pool
 def test_sections_with_events_are_written_when_every_model_call_fails(b, deps):
     """GIVEN an operator policy and a model whose every call fails
     WHEN a save carries the agent's sections and events
-    THEN the sections are written (author model) rather than refused with 503.
+    THEN the model was asked, and the sections are written (author model) rather than refused
+    with 503, taking nothing from the events.
     """
-    deps._llm = scripted(failing(), failing())
+    llm = scripted(failing(), failing())
+    deps._llm = llm
 
     out = b.save(brief_key="k", sections={"goal": "agent goal"}, events=EVENTS)
 
     assert out["changed"] is True and out["author"] == "model"
+    assert len(llm.prompts) == 1 and out["stats"]["windows_failed"] == 1
+    assert "ops/vault.py" not in out["rendered"] and "Keys rotated" not in out["rendered"]
+    assert b.get(brief_key="k")["events_total"] == 0
+
+
+def test_a_working_model_revises_the_events_before_the_sections_under_a_policy(b, deps):
+    """GIVEN an operator policy and a working model
+    WHEN a save carries the agent's sections (a status) and events
+    THEN the model revises the events under the policy, and the agent's status is written over
+    its revision: the model's goal and decision stay, the status is the agent's (author model).
+    """
+    llm = scripted(
+        sections_json(goal="Rotate the API keys", status="staging done", decisions=["vault"])
+    )
+    deps._llm = llm
+
+    out = b.save(brief_key="k", sections={"status": "agent status"}, events=EVENTS)
+
+    assert len(llm.prompts) == 1 and POLICY in llm.prompts[0][0]
+    assert out["changed"] is True and out["author"] == "model"
+    got = b.get(brief_key="k", include_sections=True)
+    assert got["sections"]["goal"] == "Rotate the API keys"
+    assert got["sections"]["decisions"] == ["vault"]
+    assert got["sections"]["status"] == "agent status"
+    assert got["events_total"] == len(EVENTS)
 
 
 def test_the_builder_never_runs_under_a_policy(b, deps, pool):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_session_support import Briefs, ev, scripted, sections_json
+from chalicelib.providers.llm import FakeLLM
+from tests.integration.test_session_support import Briefs, ev, failing, scripted, sections_json
 
 LISTS = (
     "decisions",
@@ -163,33 +164,92 @@ def test_the_rendered_brief_stays_under_12000_characters_when_every_list_is_full
     assert len(again["rendered"]) < 12_000
 
 
-def test_a_save_with_sections_and_events_takes_nothing_from_the_events(b, deps):
-    """GIVEN a working model and a save carrying both the agent's sections and events
-    WHEN saved
-    THEN the model is never called, the brief is the sections only (author model), no event
-    text reaches it, and events_total stays 0.
+EVENTS = [
+    ev("user", "goal from the user events"),
+    ev("edit", "edited", files=["events/only.py"]),
+    ev("error", "TracebackFromEvents"),
+    ev("command", "make events-only"),
+]
+EVENT_TEXT = ("goal from the user events", "events/only.py", "TracebackFromEvents", "make")
+
+
+def test_a_save_with_sections_and_events_revises_the_events_then_writes_the_sections(b, deps):
+    """GIVEN a brief the agent wrote (a goal, a decision) and a working model
+    WHEN a save carries the agent's sections (goal, next steps, a decision) and events
+    THEN the model revises the brief from the events, and the agent's sections are written over
+    its revision: the agent's goal and next steps, the model's status, every decision; the
+    events count toward events_total, and author is model.
     """
-    llm = scripted(sections_json(goal="goal from the model"))
+    b.save(brief_key="k", sections={"goal": "old goal", "decisions": ["agent decision 1"]})
+    llm = scripted(
+        sections_json(
+            goal="goal from the model",
+            status="status from the model",
+            decisions=["model decision"],
+            next_steps=["model step"],
+        )
+    )
     deps._llm = llm
 
     out = b.save(
         brief_key="k",
-        sections={"goal": "goal from the agent"},
-        events=[
-            ev("user", "goal from the user events"),
-            ev("edit", "edited", files=["events/only.py"]),
-            ev("error", "TracebackFromEvents"),
-            ev("command", "make events-only"),
-        ],
+        sections={
+            "goal": "goal from the agent",
+            "next_steps": ["agent step"],
+            "decisions": ["agent decision 2"],
+        },
+        events=EVENTS,
     )
 
-    assert llm.prompts == []
-    assert out["author"] == "model"
+    assert len(llm.prompts) == 1 and "TracebackFromEvents" in llm.prompts[0][1]
+    assert out["changed"] is True and out["author"] == "model"
+    assert out["stats"]["windows"] == 1 and out["stats"]["windows_failed"] == 0
+    got = b.get(brief_key="k", include_sections=True)
+    s = got["sections"]
+    assert s["goal"] == "goal from the agent" and s["next_steps"] == ["agent step"]
+    assert s["status"] == "status from the model"
+    assert s["decisions"] == ["agent decision 1", "model decision", "agent decision 2"]
+    assert got["author"] == "model"
+    assert got["events_total"] == len(EVENTS)
+    assert got["source_chars"] == sum(len(e["text"]) for e in EVENTS)
+
+
+def test_with_no_model_sections_and_events_take_nothing_from_the_events(b, deps):
+    """GIVEN no model (the stock fake LLM)
+    WHEN a save carries both the agent's sections and events
+    THEN the sections are written over the brief as it was (author model): the deterministic
+    builder does not run, no event text reaches the brief, and events_total stays 0.
+    """
+    deps._llm = FakeLLM()
+
+    out = b.save(brief_key="k", sections={"goal": "goal from the agent"}, events=EVENTS)
+
+    assert out["author"] == "model" and out["stats"]["windows"] == 0
     got = b.get(brief_key="k", include_sections=True)
     assert got["sections"]["goal"] == "goal from the agent"
-    for text in ("goal from the user events", "events/only.py", "TracebackFromEvents", "make"):
+    for text in EVENT_TEXT:
         assert text not in got["rendered"]
     assert got["events_total"] == 0 and got["source_chars"] == 0
+
+
+def test_when_every_model_call_fails_sections_and_events_take_nothing_from_the_events(b, deps):
+    """GIVEN a model whose every call fails
+    WHEN a save carries both the agent's sections and events
+    THEN the model was asked, and the sections are written over the brief as it was (author
+    model), with nothing from the events: no builder output, events_total 0.
+    """
+    llm = scripted(failing())
+    deps._llm = llm
+
+    out = b.save(brief_key="k", sections={"goal": "goal from the agent"}, events=EVENTS)
+
+    assert len(llm.prompts) == 1
+    assert out["author"] == "model" and out["stats"]["windows_failed"] == 1
+    got = b.get(brief_key="k", include_sections=True)
+    assert got["sections"]["goal"] == "goal from the agent"
+    for text in EVENT_TEXT:
+        assert text not in got["rendered"]
+    assert got["events_total"] == 0
 
 
 def test_a_model_revision_appends_decisions_to_the_agents_brief(b, deps):

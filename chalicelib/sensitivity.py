@@ -163,12 +163,12 @@ def _is_one_of(value: str, words: frozenset[str]) -> bool:
 
 
 # A lone word is a value only where its clause ends: "pass: dragon", not "pass: use it".
-WHERE_CLAUSE_ENDS = 2
+_WHERE_CLAUSE_ENDS = 2
 
 
 def _value_verdict(raw: str | None, quoted: str | None) -> int:
     """Whether an assigned or stated value looks like a secret, not prose, code or a template:
-    1 or 0, or WHERE_CLAUSE_ENDS for a lone word, a secret only where its clause ends."""
+    1 or 0, or _WHERE_CLAUSE_ENDS for a lone word, a secret only where its clause ends."""
     value = quoted.strip() if quoted is not None else (raw or "").rstrip(".,;:!?)]}'\"")
     if not value or _is_one_of(value, _NULLISH) or _NO_SECRET.fullmatch(value):
         return 0
@@ -182,7 +182,7 @@ def _value_verdict(raw: str | None, quoted: str | None) -> int:
     if _PLAIN_WORD.fullmatch(value):
         if _WORDISH_SUFFIX.search(value.lower()):
             return 0
-        return 1 if value != raw else WHERE_CLAUSE_ENDS  # stripped punctuation ended it
+        return 1 if value != raw else _WHERE_CLAUSE_ENDS  # stripped punctuation ended it
     return 1
 
 

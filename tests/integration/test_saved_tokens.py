@@ -194,17 +194,8 @@ def test_a_pinned_token_cannot_read_a_shared_turn_by_saving_it(t, pool, org):
     tok = pinned(t)
     assert t.post("conversation.get", token=tok, agent="", thread_id="c1")[0] == 403
 
-    status, out = t.post(
-        "conversation.save_message",
-        token=tok,
-        agent="a1",
-        conversation_id="c1",
-        message_id="m1",
-        role="user",
-        content="anything",
-    )
+    out = save(t, "c1", "m1", "anything", token=tok)
 
-    assert status == 200, out
     assert (out["indexed"], out["reason"]) == (False, "owner_mismatch")
     assert "ledger" not in str(out)
     (row,) = transcript(pool, org, "m1")
@@ -225,24 +216,8 @@ def test_a_pinned_token_still_saves_a_new_message_and_its_own_rows(t, pool, org)
     t.append("c1", "u1 asked for the ferry timetable", msg_id="m1", user_id="u1")
     tok = pinned(t)
 
-    own = t.ok(
-        "conversation.save_message",
-        token=tok,
-        agent="a1",
-        conversation_id="c1",
-        message_id="m1",
-        role="user",
-        content="ignored",
-    )
-    new = t.ok(
-        "conversation.save_message",
-        token=tok,
-        agent="a1",
-        conversation_id="c2",
-        message_id="m9",
-        role="user",
-        content="a fresh note about the harbour",
-    )
+    own = save(t, "c1", "m1", "ignored", token=tok)
+    new = save(t, "c2", "m9", "a fresh note about the harbour", token=tok)
 
     assert (own["reason"], new["reason"]) == ("", "")
     assert {

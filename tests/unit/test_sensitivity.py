@@ -579,3 +579,20 @@ def test_the_literal_gates_never_hide_a_shape(case: str):
     assert any(_ungated(t) for t in texts)
     for text in texts:
         assert high_shapes(text) == _ungated(text), text
+
+
+@pytest.mark.parametrize(
+    "before",
+    ["\u212a", "\u0130\u0130\u0130 ", "\u212a\u0130 "],
+    ids=["kelvin sign", "i with dot above", "both"],
+)
+def test_characters_whose_lower_case_is_ascii_neither_hide_nor_shift_a_shape(before: str):
+    """GIVEN a password assignment and a PIN after KELVIN SIGN (lower case "k") or I WITH DOT
+    ABOVE (lower case two characters)
+    WHEN judged THEN both are found, as they are without them: the case-blind patterns read the
+    folded text, whose characters stand where the text's do and none turns into an ASCII letter.
+    """
+    text = before + "password=hunter2 and my PIN is 4921"
+
+    assert high_shapes(text) == ["password", "pin"]
+    assert high_shapes(before + "password=null") == []

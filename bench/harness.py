@@ -66,13 +66,12 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def without_vector_index(conn: Any, dim: int) -> None:
-    """Drop the HNSW indexes before a bulk load: building it afterwards is many times faster
+    """Drop the HNSW index before a bulk load: building it afterwards is many times faster
     than inserting into it row by row. `ensure_vector_index` builds it again."""
     from chalicelib.store import conversation_search
 
-    for ranking in conversation_search.VECTOR_RANKINGS:
-        name = conversation_search.vector_index_name(ranking, int(dim))
-        conn.execute(f"DROP INDEX IF EXISTS loom.{name}")
+    name = conversation_search.vector_index_name(int(dim))
+    conn.execute(f"DROP INDEX IF EXISTS loom.{name}")
     conversation_search._ensured_indexes.discard(dim)
 
 

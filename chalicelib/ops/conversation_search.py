@@ -15,7 +15,6 @@ from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.conversation_search import (
-    Ranking,
     TurnFilter,
     bounded_exact_search,
     known_large,
@@ -59,9 +58,9 @@ def search_turns(
 ) -> list[dict[str, Any]]:
     """Hits best first. semantic: the turn's vector over the floor (substring hits newest
     first when the embedder fails); lexical: BM25 over each turn's window; hybrid: the turns
-    nearest the blend of each turn's vector and its context vector, with BM25's, ranked by
-    each vector and fused with BM25's ranking by reciprocal rank, no floor (the lexical leg
-    alone when the embedder fails)."""
+    nearest by their own vector and BM25's, ranked by each of their two vectors and fused with
+    BM25's ranking by reciprocal rank, no floor (the lexical leg alone when the embedder
+    fails)."""
     excerpt_chars = ctx.live().conversation_search_excerpt_chars
     if mode == "semantic":
         return _semantic(ctx, filt, query, top_k, excerpt_chars)
@@ -83,7 +82,7 @@ def search_turns(
         finally:
             embedded.set_result(query_vec)
         with read_connection(ctx.deps.pool) as conn:
-            return _vector_rows(ctx, conn, filt, query_vec, vector_depth, "blend")
+            return _vector_rows(ctx, conn, filt, query_vec, vector_depth, in_context=True)
 
     vector_rows = beside(vector_leg)
     # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.
@@ -104,7 +103,7 @@ def _semantic(
         return _substring_hits(ctx, filt, query, top_k, excerpt_chars)
     floor = _floor(ctx)
     with read_connection(ctx.deps.pool) as conn:
-        rows = _vector_rows(ctx, conn, filt, query_vec, top_k, "embedding")
+        rows = _vector_rows(ctx, conn, filt, query_vec, top_k)
     return [
         _as_hit(r, r["text"][:excerpt_chars], r["similarity"], r["similarity"])
         for r in rows
@@ -132,10 +131,12 @@ def _vector_rows(
     filt: TurnFilter,
     query_vec: Any,
     k: int,
-    ranking: Ranking,
+    *,
+    in_context: bool = False,
 ) -> list[dict[str, Any]]:
-    """Top k by one vector ranking: exact in a small scope, else through the HNSW index; each
-    row with the text it was embedded from and its similarities."""
+    """Top k by the turn's own vector: exact in a small scope, else through the HNSW index;
+    each row with the text it was embedded from and its similarities (with `in_context`, its
+    context vector's too)."""
     embedder = ctx.deps.embedder
     dim = len(query_vec)
     common: dict[str, Any] = {
@@ -143,7 +144,7 @@ def _vector_rows(
         "dim": dim,
         "query_vec": query_vec,
         "k": k,
-        "ranking": ranking,
+        "in_context": in_context,
     }
     rows = None
     if not known_large(filt, embedder.name, dim):

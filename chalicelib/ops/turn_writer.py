@@ -1,4 +1,5 @@
-"""Recording turns: dedupe, insert under the thread lease, embed in one batch, store vectors.
+"""Recording turns: dedupe, insert under the thread lease, embed each turn once (one model
+call for the batch), store vectors.
 
 conversation.append records one turn; `loom ingest-transcript` records a file's worth.
 """
@@ -11,12 +12,11 @@ from typing import Literal
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import worker_positions
 from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
     UNRECORDED,
-    InsertedTurns,
     NewTurn,
     TurnVector,
     adopt_saved_turns,
@@ -67,19 +67,18 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
             states.update(dict.fromkeys(saved_only, UNRECORDED))
     fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
     to_embed = [t for t in fresh if embeddable(t)]
-    inserted = InsertedTurns({}, None)
+    ts: dict[str, datetime] | None = {}
     if fresh:
-        inserted = insert_turns(deps.pool, fresh, deps.embedder.name if to_embed else None)
-        raced = [t.msg_id for t in fresh if inserted.ts and t.msg_id not in inserted.ts]
+        ts = insert_turns(deps.pool, fresh)
+        raced = [t.msg_id for t in fresh if ts and t.msg_id not in ts]
         if raced:
             with read_connection(deps.pool) as conn:
                 states.update(existing_copies(conn, *scope, raced))
     now = deps.clock()
-    ts = inserted.ts
     if ts is None:  # recording was switched off since the read above
         return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]
     to_embed = [t for t in to_embed if t.msg_id in ts]
-    removed = _embed(deps, to_embed, ts, inserted) if to_embed else set()
+    removed = _embed(deps, to_embed, ts) if to_embed else set()
     answers = []
     for t in turns:
         if t.msg_id in ts:
@@ -102,49 +101,26 @@ def _existing(msg_id: str, state: str, now: datetime) -> Recorded:
 
 
 def context_text(before: str, text: str) -> str:
-    """What a turn's context vector embeds: the end of the turn before it, then the turn."""
+    """The text an earlier build embedded as a turn's context: the end of the turn before it,
+    then the turn (the guard sweep still reads such vectors)."""
     return (before[-(EMBED_CHARS // 2) :] + "\n" + text)[:EMBED_CHARS]
 
 
-def _embed(
-    deps: Deps,
-    turns: list[NewTurn],
-    ts: dict[str, datetime],
-    inserted: InsertedTurns,
-) -> set[str]:
-    """Embed each turn, and each in its context (after the thread's last indexed turn, then
-    after each other), in one batch (fail-open), then store vectors under the lease; returns
-    msg_ids removed while the embedding ran, which get no late vector."""
+def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str]:
+    """Embed the turns in one model call (fail-open: an error is stored on each row), then
+    store the vectors under the lease; each row's context vector is derived in the store from
+    its own and the row before it. Returns msg_ids removed while the embedding ran, which get
+    no late vector."""
     embedder = deps.embedder
-    before = inserted.before
     texts = [t.content[:EMBED_CHARS] for t in turns]
-    befores: list[tuple[str, str] | None] = []
-    for t, text in zip(turns, texts, strict=True):
-        # A turn before that reads as high in this context (indexed before today's guard read
-        # it so, or a shape the two texts make together) is never sent: the turn's own vector
-        # stands for its context.
-        plain = before is not None and not reads_as_high(context_text(before[1], text))
-        befores.append(before if plain else None)
-        before = (t.msg_id, text)
-    contexts = [context_text(b[1], text) for b, text in zip(befores, texts, strict=True) if b]
     try:
-        vectors: list = list(embedder.embed_documents(texts + contexts))
+        vectors: list = list(embedder.embed_documents(texts))
         error = None
     except EmbedderError as exc:
-        vectors, error = [None] * (len(turns) + len(contexts)), str(exc)[:1000]
-    in_context = iter(vectors[len(turns) :])
+        vectors, error = [None] * len(turns), str(exc)[:1000]
     items = [
-        TurnVector(
-            t,
-            ts[t.msg_id],
-            text,
-            vec,
-            error,
-            context=next(in_context) if b else None,
-            context_of=b[0] if b else None,
-            read_after=b[1] if b else None,
-        )
-        for t, text, vec, b in zip(turns, texts, vectors[: len(turns)], befores, strict=True)
+        TurnVector(t, ts[t.msg_id], text, vec, error)
+        for t, text, vec in zip(turns, texts, vectors, strict=True)
     ]
     if error is None and not vector_index_ready(len(vectors[0])):
         with deps.pool.connection() as conn:
@@ -187,8 +163,7 @@ def index_unembedded_turns(deps: Deps) -> int:
             )  # fmt: skip
             if embeddable(turn):
                 stamp = {turn.msg_id: r["ts"]}
-                # No turn before it is named: its own vector stands for its context.
-                removed = _embed(deps, [turn], stamp, InsertedTurns(dict(stamp), None))
+                removed = _embed(deps, [turn], stamp)
                 indexed += not removed
         # Read to `until` (a short page): the next pass starts there.
         after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == REPAIR_BATCH else (until, "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from psycopg import Connection, sql
@@ -28,36 +28,8 @@ class TurnFilter:
     user_id: str | None = None
 
 
-# What a vector ranking orders by: the turn's own vector, or the blend of it and its context
-# vector (their sum: hybrid's one vector leg, which returns both similarities).
-Ranking = Literal["embedding", "blend"]
-VECTOR_RANKINGS: tuple[Ranking, ...] = ("embedding", "blend")
-_READS = {"embedding": ("embedding",), "blend": ("embedding", "context_embedding")}
-
-
-def _columns(ranking: Ranking, alias: str | None) -> list[sql.Composable]:
-    return [
-        sql.Identifier(alias, column) if alias else sql.Identifier(column)
-        for column in _READS[ranking]
-    ]
-
-
-def _present(ranking: Ranking, alias: str | None = None) -> sql.Composable:
-    """The vectors a ranking reads are there: its index's predicate, and its queries'."""
-    return sql.SQL(" AND ").join(
-        sql.SQL("{} IS NOT NULL").format(c) for c in _columns(ranking, alias)
-    )
-
-
-def _ranked_vector(ranking: Ranking, alias: str | None = None) -> sql.Composable:
-    """What a ranking orders by: the turn's vector, or the sum of both (its index's expression,
-    and its queries')."""
-    return sql.SQL("({})").format(sql.SQL(" + ").join(_columns(ranking, alias)))
-
-
 def ensure_vector_index(conn: Connection, dim: int) -> None:
-    """The HNSW indexes for one dimension (vectors of several models share a column), over
-    turns alone and over the blend of each turn's vector and its context vector.
+    """The HNSW index for one dimension (vectors of several models share a column).
 
     Run it in a transaction of its own, before any thread lease: building the index locks
     the table until commit, and a writer holding a lease would wait on it (a deadlock)."""
@@ -66,19 +38,13 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
     # Two first embeds of a dimension at once: the second waits for the first's index (IF NOT
     # EXISTS alone races on the catalogue and fails one of them).
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('loom.vector_index'), %s)", (dim,))
-    for ranking in VECTOR_RANKINGS:
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON loom.conversation_embeddings"
-                " USING hnsw (({vector}::vector({dim})) vector_cosine_ops)"
-                " WHERE dim = {dim} AND tombstoned_at IS NULL AND {present}"
-            ).format(
-                present=_present(ranking),
-                name=sql.Identifier(vector_index_name(ranking, dim)),
-                vector=_ranked_vector(ranking),
-                dim=sql.Literal(dim),
-            )
-        )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON loom.conversation_embeddings"
+            " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+            " WHERE dim = {dim} AND tombstoned_at IS NULL AND embedding IS NOT NULL"
+        ).format(name=sql.Identifier(vector_index_name(dim)), dim=sql.Literal(dim))
+    )
     _ensured_indexes.add(dim)
 
 
@@ -87,9 +53,8 @@ def vector_index_ready(dim: int) -> bool:
     return dim in _ensured_indexes
 
 
-def vector_index_name(ranking: Ranking, dim: int) -> str:
-    prefix = "conversation_embeddings_hnsw" if ranking == "embedding" else "conversation_blend_hnsw"
-    return f"{prefix}_{dim}"
+def vector_index_name(dim: int) -> str:
+    return f"conversation_embeddings_hnsw_{dim}"
 
 
 _FILTER_FIELDS = ("agent", "thread_id", "run_id", "role", "user_id")
@@ -120,17 +85,13 @@ def scope_where(alias: str, present: tuple[str, ...]) -> sql.Composable:
     return sql.SQL(" AND ").join(conds)
 
 
-def _embedded(dim: int, ranking: Ranking) -> sql.Composable:
-    # Rows written by Loom with a vector have a context vector (their own when no turn is
-    # before them); the predicate is the index's, so the planner can use it. A row of a turn
-    # the transcript never recorded (a save's alone: recorded.py) is no transcript hit.
+def _embedded(dim: int) -> sql.Composable:
+    # The predicate is the index's, so the planner can use it. A row of a turn the transcript
+    # never recorded (a save's alone: recorded.py) is no transcript hit.
     return sql.SQL(
-        "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL AND {present}"
-        " AND NOT e.saved_only"
-    ).format(
-        dim=sql.Literal(dim),
-        present=_present(ranking, "e"),
-    )
+        "e.model = %(model)s AND e.dim = {dim} AND e.tombstoned_at IS NULL"
+        " AND e.embedding IS NOT NULL AND NOT e.saved_only"
+    ).format(dim=sql.Literal(dim))
 
 
 _large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
@@ -141,11 +102,11 @@ LARGE_SCOPE_TTL_SECONDS = 60.0
 _RETURNED = "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts, text"
 
 
-def similarities(alias: str, dim: int, ranking: Ranking) -> sql.Composable:
-    """A row's similarity to the query vector %(q)s (its own vector); a blend ranking adds its
+def similarities(alias: str, dim: int, in_context: bool) -> sql.Composable:
+    """A row's similarity to the query vector %(q)s (its own vector), and with `in_context` its
     context vector's (`in_context`). NULL for a row without vectors of the query's dimension."""
     names = {"similarity": "embedding"}
-    if ranking == "blend":
+    if in_context:
         names["in_context"] = "context_embedding"
     return sql.SQL(", ").join(
         sql.SQL(
@@ -175,13 +136,13 @@ def bounded_exact_search(
     dim: int,
     query_vec: np.ndarray,
     k: int,
-    ranking: Ranking = "embedding",
+    in_context: bool = False,
 ) -> list[dict[str, Any]] | None:
     """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
     turns; None (and the scope remembered as large for a minute) when it holds more."""
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(
-            _bounded_query(filter_shape(f), dim, ranking),
+            _bounded_query(filter_shape(f), dim, in_context),
             {
                 **filter_params(f, "e")[1],
                 "model": model,
@@ -200,16 +161,16 @@ def bounded_exact_search(
     return rows
 
 
-def _distance(dim: int, ranking: Ranking) -> sql.Composable:
-    """A row's cosine distance to the query vector, by what the ranking orders."""
-    return sql.SQL("({vector}::vector({dim}) <=> %(q)s::vector({dim}))").format(
-        dim=sql.Literal(dim), vector=_ranked_vector(ranking, "e")
+def _distance(dim: int) -> sql.Composable:
+    """A row's cosine distance to the query vector (its own vector's: the index's order)."""
+    return sql.SQL("(e.embedding::vector({dim}) <=> %(q)s::vector({dim}))").format(
+        dim=sql.Literal(dim)
     )
 
 
 @functools.cache
-def _bounded_query(shape: tuple[str, ...], dim: int, ranking: Ranking) -> str:
-    distance = _distance(dim, ranking)
+def _bounded_query(shape: tuple[str, ...], dim: int, in_context: bool) -> str:
+    distance = _distance(dim)
     return (
         sql.SQL(
             # The scope carries row ids and distances, measured as it is read: the rest is read
@@ -224,9 +185,9 @@ def _bounded_query(shape: tuple[str, ...], dim: int, ranking: Ranking) -> str:
         )
         .format(
             where=scope_where("e", shape),
-            embedded=_embedded(dim, ranking),
+            embedded=_embedded(dim),
             returned=sql.SQL(", ").join(sql.SQL("e2.") + sql.SQL(c) for c in _RETURNED.split(", ")),
-            similarities=similarities("e2", dim, ranking),
+            similarities=similarities("e2", dim, in_context),
             distance=distance,
         )
         .as_string()
@@ -242,12 +203,12 @@ def vector_search(
     query_vec: np.ndarray,
     k: int,
     exact: bool,
-    ranking: Ranking = "embedding",
+    in_context: bool = False,
 ) -> list[dict[str, Any]]:
     """Top-k embedded turns by cosine similarity (of the ranking's vector), most similar
     first."""
     _, params = filter_params(f, "e")
-    query = _ranking_query(filter_shape(f), dim, exact, ranking)
+    query = _ranking_query(filter_shape(f), dim, exact, in_context)
     params.update(model=model, q=query_vec, k=k)
     wide = not exact and k > _DEFAULT_EF_SEARCH
     with conn.cursor(row_factory=dict_row) as cur:
@@ -258,14 +219,13 @@ def vector_search(
         finally:
             if wide:
                 cur.execute("RESET hnsw.ef_search")
-    if ranking == "embedding":  # relaxed order may be off slightly
-        rows.sort(key=lambda r: r["similarity"], reverse=True)
+    rows.sort(key=lambda r: r["similarity"], reverse=True)  # relaxed order may be off slightly
     return rows
 
 
 @functools.cache
-def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, ranking: Ranking) -> str:
-    distance = _distance(dim, ranking)
+def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, in_context: bool) -> str:
+    distance = _distance(dim)
     # `+ 0` keeps the planner off the HNSW index: an exact scan of a small scope.
     order = sql.SQL("{} + 0").format(distance) if exact else distance
     # The embedding row carries what a hit shows (its text is the turn's first 2,048
@@ -278,9 +238,9 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, ranking: Ranki
             " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
         )
         .format(
-            similarities=similarities("e", dim, ranking),
+            similarities=similarities("e", dim, in_context),
             where=scope_where("e", shape),
-            embedded=_embedded(dim, ranking),
+            embedded=_embedded(dim),
             order=order,
         )
         .as_string()

@@ -128,30 +128,21 @@ def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
     return [[getattr(t, n) for t in turns] for n in names]
 
 
-@dataclass(frozen=True)
-class InsertedTurns:
-    ts: dict[str, datetime] | None  # each inserted turn's ts; None when recording is off
-    # The msg_id and text of the thread's last turn search indexed before these, when asked.
-    before: tuple[str, str] | None
-
-
-def insert_turns(pool: ConnectionPool, turns: list[NewTurn], model: str | None) -> InsertedTurns:
+def insert_turns(pool: ConnectionPool, turns: list[NewTurn]) -> dict[str, datetime] | None:
     """Insert one thread's turns in order, under its lease, if the namespace records: one
-    transaction, sent whole in one round trip. Copies that exist already are skipped; with a
-    `model`, the thread's last turn it indexes (the turn before these) is read under the lease.
-    Recording fails closed: a namespace with no row does not record.
+    transaction, sent whole in one round trip. Copies that exist already are skipped. Returns
+    each inserted turn's ts; None when the namespace does not record (recording fails closed:
+    a namespace with no row does not record).
     """
     first = turns[0]
     with read_connection(pool) as conn:
         with sent_whole(conn):
             take_thread_lease(conn, first.org, first.namespace, first.thread_id)
             inserted = _insert_turns(conn, turns)
-            before = None if model is None else _last_indexed(conn, first, model)
         rows = inserted.fetchall()
-        last = None if before is None else before.fetchone()
         if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
-            return InsertedTurns(None, None)
-    return InsertedTurns(dict(rows), None if last is None else (last[0], last[1]))
+            return None
+    return dict(rows)
 
 
 def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
@@ -189,11 +180,6 @@ class TurnVector:
     text: str
     vector: np.ndarray | None
     error: str | None
-    # The vector of the turn read after the turn before it (`context_of`); the turn's own
-    # vector when there is none.
-    context: np.ndarray | None = None
-    context_of: str | None = None
-    read_after: str | None = None  # the text of `context_of` the context was read after
 
 
 def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
@@ -225,26 +211,25 @@ _INSERT_VECTOR = (
     " SELECT c.org, c.namespace, c.thread_id, c.msg_id, %(model)s, c.agent, c.role, c.user_id,"
     " c.run_id, %(text)s, %(dim)s, %(embedding)s, %(error)s, c.ts, c.is_saved, c.saved_at,"
     " c.saved_only,"
-    " CASE WHEN k.kept THEN %(context)s::vector ELSE %(embedding)s::vector END,"
-    " CASE WHEN k.kept THEN %(context_of)s END, w.doc, loom.tsv_tokens(w.doc)"
+    # The context vector: the turn's own vector and the one before it, added and normalised
+    # (no second model call); the turn's own when the row before has no vector of its size.
+    " CASE WHEN b.before_vector IS NULL THEN %(embedding)s::vector"
+    "  ELSE l2_normalize(%(embedding)s::vector + b.before_vector) END,"
+    " CASE WHEN b.before_vector IS NOT NULL THEN b.before_id END,"
+    " w.doc, loom.tsv_tokens(w.doc)"
     " FROM loom.conversations c"
-    # A context vector is kept only while the row it was read after holds the text it was read
-    # after (a batch's own turn may share another copy's row of other words, or a vector may
-    # have taken that row over since); else the turn's own vector stands for its context.
-    " CROSS JOIN LATERAL (SELECT %(context_of)s::text IS NULL OR EXISTS (SELECT 1"
-    "  FROM loom.conversation_embeddings p WHERE p.org = c.org AND p.namespace = c.namespace"
-    "  AND p.thread_id = c.thread_id AND p.msg_id = %(context_of)s AND p.model = %(model)s"
-    # (the row's text is where it was read from: an earlier build's row keeps its start).
-    "  AND p.tombstoned_at IS NULL AND NOT p.saved_only"
-    "  AND starts_with(%(read_after)s, p.text)) AS kept) k"
-    # The window as it stands (no turn after it yet), written with the row.
-    " CROSS JOIN LATERAL (SELECT loom.turn_window(c.ts, b.texts[2], b.texts[1], %(text)s, NULL)"
-    "  AS doc"
-    "  FROM (SELECT array_agg(p.text ORDER BY p.ts DESC, p.msg_id DESC) AS texts FROM"
-    "   (SELECT text, ts, msg_id FROM loom.conversation_embeddings"
+    # The two live rows before it, latest first: the window as it stands (no turn after it
+    # yet), written with the row.
+    " CROSS JOIN LATERAL (SELECT array_agg(p.text ORDER BY p.ts DESC, p.msg_id DESC) AS texts,"
+    "  (array_agg(p.msg_id ORDER BY p.ts DESC, p.msg_id DESC))[1] AS before_id,"
+    "  (array_agg(CASE WHEN p.dim = %(dim)s AND %(embedding)s::vector IS NOT NULL"
+    "   THEN p.embedding END ORDER BY p.ts DESC, p.msg_id DESC))[1] AS before_vector FROM"
+    "   (SELECT text, ts, msg_id, dim, embedding FROM loom.conversation_embeddings"
     "    WHERE org = c.org AND namespace = c.namespace AND thread_id = c.thread_id"
     "    AND model = %(model)s AND tombstoned_at IS NULL AND NOT saved_only"
-    "    AND (ts, msg_id) < (c.ts, c.msg_id) ORDER BY ts DESC, msg_id DESC LIMIT 2) p) b) w"
+    "    AND (ts, msg_id) < (c.ts, c.msg_id) ORDER BY ts DESC, msg_id DESC LIMIT 2) p) b"
+    " CROSS JOIN LATERAL (SELECT loom.turn_window(c.ts, b.texts[2], b.texts[1], %(text)s, NULL)"
+    "  AS doc) w"
     " WHERE c.org = %(org)s AND c.namespace = %(ns)s"
     " AND c.thread_id = %(thread)s AND c.agent = %(agent)s AND c.msg_id = %(msg_id)s"
     # The ts it was written at: whichever index the planner picks finds the one row.
@@ -290,9 +275,6 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
             "embedding": i.vector,
             "error": i.error,
             "ts": i.ts,
-            "context": i.vector if i.context is None else i.context,
-            "context_of": None if i.context is None else i.context_of,
-            "read_after": None if i.context is None else i.read_after,
         }
         for i in items
     ]
@@ -317,15 +299,6 @@ def returned_rows(cur: Cursor) -> list[tuple[str]]:
         rows.extend(cur.fetchall())
         if not cur.nextset():
             return rows
-
-
-def _last_indexed(conn: Connection, scope: NewTurn, model: str) -> Cursor:
-    return conn.execute(
-        "SELECT msg_id, text FROM loom.conversation_embeddings WHERE org = %s AND namespace = %s"
-        " AND thread_id = %s AND model = %s AND tombstoned_at IS NULL AND NOT saved_only"
-        " ORDER BY ts DESC, msg_id DESC LIMIT 1",
-        (scope.org, scope.namespace, scope.thread_id, model),
-    )
 
 
 def turns_without_vectors(

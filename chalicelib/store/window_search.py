@@ -172,7 +172,7 @@ def _score_query(
     shape: tuple[str, ...], n_terms: int, dim: int | None = None, fallbacks: int = 0
 ) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
-    vectors = sql.SQL(", {}").format(similarities("e2", dim, "blend")) if dim else sql.SQL("")
+    vectors = sql.SQL(", {}").format(similarities("e2", dim, True)) if dim else sql.SQL("")
     # Each term's BM25 weight, idf * (k1 + 1) * tf / (tf + norm), with tf written once and
     # (k1 + 1) taken out of the sum. The candidate's norm is a column of its own, computed as
     # it is read: a subquery beside the sum was folded into it, twice in each term's weight.

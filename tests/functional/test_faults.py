@@ -251,8 +251,7 @@ def test_two_first_embeds_of_a_dimension_at_once_both_succeed(database_url):
         first.commit()
         other.join(timeout=30)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        for ranking in conversation_search.VECTOR_RANKINGS:
-            name = conversation_search.vector_index_name(ranking, dim)
-            conn.execute(f'DROP INDEX IF EXISTS loom."{name}"')
+        name = conversation_search.vector_index_name(dim)
+        conn.execute(f'DROP INDEX IF EXISTS loom."{name}"')
     conversation_search._ensured_indexes.discard(dim)
     assert errors == []

@@ -9,7 +9,6 @@ import pytest
 
 from chalicelib.auth import Caller
 from chalicelib.ops import turn_writer
-from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
 from chalicelib.store import worker_positions
@@ -35,7 +34,7 @@ def test_user_and_assistant_turns_embed_their_first_2048_characters(t, pool, org
     """GIVEN a 5,000-character user turn and a 5,000-character assistant turn
     WHEN both are appended
     THEN each gets an embedding row whose text is its first 2,048 characters, and the embedder
-    was never sent more than 2,048 characters (a turn alone, or in its context).
+    was sent each turn once, alone (its context vector is derived from the stored vectors).
     """
     user_text, assistant_text = long_text(5000), "reply " + long_text(4994)
     assert len(user_text) == len(assistant_text) == 5000
@@ -48,13 +47,8 @@ def test_user_and_assistant_turns_embed_their_first_2048_characters(t, pool, org
     assert rows[u["msg_id"]]["text"] == user_text[:2048]
     assert rows[a["msg_id"]]["text"] == assistant_text[:2048]
     assert all(not r["vector_missing"] and r["dim"] == embedder.dim for r in rows.values())
-    # Each turn alone, then the assistant turn read after the user turn (its context vector).
-    assert embedder.seen == [
-        user_text[:2048],
-        assistant_text[:2048],
-        context_text(user_text[:2048], assistant_text[:2048]),
-    ]
-    assert all(len(text) <= 2048 for text in embedder.seen)
+    assert embedder.seen == [user_text[:2048], assistant_text[:2048]]
+    assert embedder.batches == [1, 1]
     # The transcript itself keeps the whole turn.
     stored = {r["msg_id"]: r["content"] for r in turn_rows(pool, org)}
     assert stored[u["msg_id"]] == user_text

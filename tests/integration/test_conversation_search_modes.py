@@ -95,6 +95,21 @@ def context_state(pool, org: str, thread_id: str) -> dict[str, tuple]:
     return {m: (of, same) for m, of, same in rows}
 
 
+def derived_from(pool, org: str, thread_id: str, msg_id: str) -> str | None:
+    """The msg_id whose stored vector a row's context vector was derived from (its own vector
+    and that row's, added and normalised, as they stand now); None when it is not so derived."""
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT b.msg_id FROM loom.conversation_embeddings e"
+            " JOIN loom.conversation_embeddings b ON b.org = e.org AND b.namespace = e.namespace"
+            " AND b.thread_id = e.thread_id AND b.model = e.model AND b.msg_id = e.context_of"
+            " WHERE e.org = %s AND e.thread_id = %s AND e.msg_id = %s AND e.tombstoned_at IS NULL"
+            " AND e.context_embedding::text = l2_normalize(e.embedding + b.embedding)::text",
+            (org, thread_id, msg_id),
+        ).fetchone()
+    return None if row is None else row[0]
+
+
 # ---- input ---------------------------------------------------------------------------------
 
 
@@ -342,8 +357,8 @@ def test_a_turn_before_that_reads_as_high_is_never_sent_in_a_context(t, pool, or
     """GIVEN an indexed turn whose text now reads as high (as if an earlier build's guard had
     let it in)
     WHEN a plain turn is appended after it
-    THEN no text the embedder was sent holds the secret: the new turn's context vector is its
-    own vector, read after no turn."""
+    THEN the embedder is sent the new turn alone, in one call: its context vector is derived
+    from the stored vectors, so no text of the turn before reaches the model again."""
     t.append("th-ctx", "we set up the vpn today", msg_id="P0")
     t.append("th-ctx", "the vpn login works", msg_id="old")
     secret = "the vpn login, password: Tr0ub4dor&3xyz"
@@ -354,9 +369,10 @@ def test_a_turn_before_that_reads_as_high_is_never_sent_in_a_context(t, pool, or
             (secret, org),
         )
     embedder.seen.clear()
+    embedder.batches.clear()
     t.append("th-ctx", "thanks, connected fine", msg_id="N0")
-    assert embedder.seen and not any("Tr0ub4dor" in s for s in embedder.seen)
-    assert context_state(pool, org, "th-ctx")["N0"] == (None, True)
+    assert embedder.seen == ["thanks, connected fine"] and embedder.batches == [1]
+    assert derived_from(pool, org, "th-ctx", "N0") == "old"
 
 
 # ---- tombstones ----------------------------------------------------------------------------
@@ -506,17 +522,17 @@ def test_a_vector_written_after_a_concurrent_copy_failed_leaves_no_window_where_
     w = word()
     model = embedder.name
     a = NewTurn(org, NS, "th-i", "A", "m1", "user", f"agent one says {w} about the plan")
-    stored_a = insert_turns(pool, [a], model)
+    stored_a = insert_turns(pool, [a])
     for i in range(1, 5):
         t.append("th-i", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
     b = NewTurn(org, NS, "th-i", "B", "m1", "user", "agent two logs another text for m1")
-    stored_b = insert_turns(pool, [b], model)
-    assert stored_a.ts and stored_b.ts
-    write_embeddings(pool, model, [TurnVector(a, stored_a.ts["m1"], a.content, None, "down")])
+    stored_b = insert_turns(pool, [b])
+    assert stored_a and stored_b
+    write_embeddings(pool, model, [TurnVector(a, stored_a["m1"], a.content, None, "down")])
     assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} >= {"b1", "b2"}
     vector = embedder.embed_documents([b.content])[0]
     written = write_embeddings(
-        pool, model, [TurnVector(b, stored_b.ts["m1"], b.content, vector, None)]
+        pool, model, [TurnVector(b, stored_b["m1"], b.content, vector, None)]
     )
     assert written == {"m1"}
     t.ok("conversation.delete", agent="A", thread_id="th-i", confirm_thread_id="th-i",
@@ -580,8 +596,9 @@ def test_a_context_is_never_read_after_words_the_row_before_does_not_hold(t, dep
     """GIVEN turn m logged by agent A (its row holds A's words)
     WHEN agent B records, in one batch, its own copy of m with other words (which shares A's
     row) and then turn N
-    THEN N's context vector is its own vector: it was read after B's words of m, which no row
-    holds, so nothing that removes B's copy (a delete, an erasure) could reach them."""
+    THEN N's context vector is derived from the vector m's row holds (A's words): B's words of
+    m, which no row holds, reach no vector, so nothing that removes B's copy (a delete, an
+    erasure) could leave them behind."""
     t.append("th-c", "we are planning the garden", msg_id="p0", agent="A")
     t.append("th-c", "agent a logs m as plain text", msg_id="m", agent="A")
     bob = f"bob private words {word()} about his diagnosis"
@@ -592,7 +609,13 @@ def test_a_context_is_never_read_after_words_the_row_before_does_not_hold(t, dep
             NewTurn(org, NS, "th-c", "B", "N", "assistant", "noted, thanks for telling me"),
         ],
     )
-    assert context_state(pool, org, "th-c")["N"] == (None, True)
+    assert derived_from(pool, org, "th-c", "N") == "m"
+    with pool.connection() as conn:
+        (text,) = conn.execute(
+            "SELECT text FROM loom.conversation_embeddings WHERE org = %s AND msg_id = 'm'",
+            (org,),
+        ).fetchone()
+    assert text == "agent a logs m as plain text"
 
 
 def test_a_context_read_after_a_copy_of_the_words_an_earlier_row_cut_short_is_kept(
@@ -623,10 +646,9 @@ def test_a_context_read_after_a_copy_of_the_words_an_earlier_row_cut_short_is_ke
 
 def test_saving_a_turn_whose_embed_failed_keeps_the_next_turns_context(t, pool, org, embedder):
     """GIVEN turn m appended while the embedder failed (a row with no vector at its place),
-    then turn N, whose context vector is read after m
+    then turn N, whose context vector is its own (the row before it has none to add)
     WHEN a user saves m with the same words (embedding it in place)
-    THEN N's context vector is still the one read after m: m's row neither moved nor changed
-    its text."""
+    THEN N keeps its context vector: the save moved nothing."""
     t.append("th-v", "we are planning", msg_id="p0")
     embedder.failing = True
     try:
@@ -634,17 +656,19 @@ def test_saving_a_turn_whose_embed_failed_keeps_the_next_turns_context(t, pool, 
     finally:
         embedder.failing = False
     t.append("th-v", "noted, thanks", msg_id="N", role="assistant")
-    assert context_state(pool, org, "th-v")["N"] == ("m", False)
+    assert context_state(pool, org, "th-v")["N"] == (None, True)
     assert save(t, "th-v", "m", "the message worth keeping")["indexed"] is True
-    assert context_state(pool, org, "th-v")["N"] == ("m", False)
+    assert context_state(pool, org, "th-v")["N"] == (None, True)
 
 
-def test_a_context_read_before_the_row_was_taken_over_is_not_kept(t, deps, pool, org, embedder):
+def test_a_context_is_derived_from_the_row_as_it_stands_when_the_vector_is_written(
+    t, deps, pool, org, embedder
+):
     """GIVEN turn m logged by agent A while the embedder fails (a row of A's words with no
-    vector), and turn N recorded after it (its context to be read after A's words)
+    vector), and turn N recorded after it
     WHEN agent B's vector takes m's row over with other words before N's vector is written
-    THEN N's context vector is its own vector, not one read after words m's row no longer
-    holds."""
+    THEN N's context vector is derived from the vector m's row holds then (B's), under the
+    thread's lease: never from a vector of words the row no longer holds."""
     model = embedder.name
     t.append("th-t", "we are planning the garden", msg_id="p0", agent="A")
     a_words = f"agent one says {word()} about the plan"
@@ -654,14 +678,20 @@ def test_a_context_read_before_the_row_was_taken_over_is_not_kept(t, deps, pool,
     finally:
         embedder.failing = False
     b = NewTurn(org, NS, "th-t", "B", "m", "user", "agent two logs another text for m")
-    stored_b = insert_turns(pool, [b], model)
+    stored_b = insert_turns(pool, [b])
     n = NewTurn(org, NS, "th-t", "B", "N", "assistant", "noted, thanks")
-    stored_n = insert_turns(pool, [n], model)
-    assert stored_b.ts and stored_n.ts and stored_n.before == ("m", a_words)
+    stored_n = insert_turns(pool, [n])
+    assert stored_b and stored_n
     vector = embedder.embed_documents([b.content])[0]
-    write_embeddings(pool, model, [TurnVector(b, stored_b.ts["m"], b.content, vector, None)])
-    turn_writer._embed(deps, [n], dict(stored_n.ts), stored_n)
-    assert context_state(pool, org, "th-t")["N"] == (None, True)
+    write_embeddings(pool, model, [TurnVector(b, stored_b["m"], b.content, vector, None)])
+    turn_writer._embed(deps, [n], dict(stored_n))
+    assert derived_from(pool, org, "th-t", "N") == "m"
+    with pool.connection() as conn:
+        (text,) = conn.execute(
+            "SELECT text FROM loom.conversation_embeddings WHERE org = %s AND msg_id = 'm'",
+            (org,),
+        ).fetchone()
+    assert text == b.content
 
 
 def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool, org, embedder):

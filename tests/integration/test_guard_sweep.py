@@ -86,20 +86,16 @@ def _sweep_to_the_end(deps) -> int:
             return checked
 
 
-def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(
-    t, deps, pool, org, monkeypatch
-):
-    """GIVEN turns p1 "...the card PIN is" and p2 "7392", appended while the guard did not read
-    their pair as high, so p2's context vector was read after p1
+def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(t, deps, pool, org):
+    """GIVEN turns p1 "...the card PIN is" and p2 "7392", p2's context vector standing after p1
+    (as an earlier build wrote it, embedding the pair's text)
     WHEN the guard sweep runs with today's guard, which reads the pair as high
     THEN p2's context vector is its own vector; both turns keep their rows and vectors."""
     from chalicelib.ops import turn_writer
 
     t.append("th-p", "we set up the new debit card", msg_id="p0")
-    monkeypatch.setattr(turn_writer, "reads_as_high", lambda text: False)
     t.append("th-p", "ok, and the card PIN is", msg_id="p1")
     t.append("th-p", "7392", msg_id="p2")
-    monkeypatch.undo()
     assert reads_as_high(turn_writer.context_text("ok, and the card PIN is", "7392"))
     assert context_state(pool, org, "th-p")["p2"] == ("p1", False)
 

@@ -65,12 +65,13 @@ def migrated_to(database_url: str, version: int) -> Iterator[str]:
             admin.execute(f'DROP DATABASE "{name}"')
 
 
-def test_the_blend_migration_replaces_each_dimensions_context_index(database_url):
+def test_the_vector_index_migrations_leave_each_dimension_one_index_over_turns(database_url):
     """GIVEN a database migrated to 0016 whose vectors of dimensions 8 and 16 have the HNSW
     indexes that version made (over turns alone and over context vectors alone)
-    WHEN the later migrations run
-    THEN each dimension's context index is gone and a blend index (the sum of both vectors)
-    stands beside its index over turns alone."""
+    WHEN the later migrations run (0017 replaced the context index by a blend index, 0024
+    drops the blend: context vectors are derived and ranked only among the leg's rows)
+    THEN each dimension keeps its index over turns alone, the one the code makes for a new
+    dimension."""
     with migrated_to(database_url, 16) as url:
         with psycopg.connect(url, autocommit=True) as conn:
             for dim in (8, 16):
@@ -83,7 +84,8 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
                         f" (({column}::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
                         f" AND tombstoned_at IS NULL AND {column} IS NOT NULL"
                     )
-        assert "0017_blend_vector_index.sql" in migrate(url)
+        applied = migrate(url)
+        assert {"0017_blend_vector_index.sql", "0024_one_vector_index.sql"} <= set(applied)
         with psycopg.connect(url) as conn:
             indexes = dict(
                 conn.execute(
@@ -97,16 +99,11 @@ def test_the_blend_migration_replaces_each_dimensions_context_index(database_url
             conn.commit()
             conversation_search._ensured_indexes.discard(24)
             (made,) = conn.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'conversation_blend_hnsw_24'"
+                "SELECT indexdef FROM pg_indexes"
+                " WHERE indexname = 'conversation_embeddings_hnsw_24'"
             ).fetchone()
-    assert sorted(indexes) == [
-        "conversation_blend_hnsw_16",
-        "conversation_blend_hnsw_8",
-        "conversation_embeddings_hnsw_16",
-        "conversation_embeddings_hnsw_8",
-    ]
-    assert "(embedding + context_embedding))::vector(8)" in indexes["conversation_blend_hnsw_8"]
-    assert made.replace("24", "8") == indexes["conversation_blend_hnsw_8"]
+    assert sorted(indexes) == ["conversation_embeddings_hnsw_16", "conversation_embeddings_hnsw_8"]
+    assert made.replace("24", "8") == indexes["conversation_embeddings_hnsw_8"]
 
 
 def test_rows_saved_before_provenance_was_kept_are_saved_only_where_nothing_records(

@@ -13,6 +13,7 @@ from bench import (
     cold_start,
     deferred,
     guard,
+    http_appends,
     locomo_recall,
     read_path,
     saved_search,
@@ -26,6 +27,7 @@ RESULTS = Path(__file__).parent / "results"
 # baseline then scans an index holding its own namespace alone, the strictest comparison.
 SUITES = {
     "write_path": write_path.run,
+    "http_appends": http_appends.run,
     "search_modes": search_modes.run,
     "read_path": read_path.run,
     "saved_search": saved_search.run,
@@ -51,7 +53,9 @@ def _table(figures: list[Figure]) -> str:
 def _sizes(quick: bool) -> str:
     mode = "quick" if quick else "full"
     return (
-        f"{mode} run: {write_path.SIZES[mode]:,} appends; filtered search over"
+        f"{mode} run: {write_path.SIZES[mode]:,} appends; over HTTP"
+        f" {http_appends.SIZES[mode][0]} serial appends and {http_appends.SIZES[mode][1]} from"
+        f" {http_appends.CLIENTS} clients; filtered search over"
         f" {read_path.SIZES[mode]:,} turns ({read_path.QUERIES[mode]} queries, user filter"
         f" keeps 1%); each search mode over {search_modes.SIZES[mode]:,} turns of one namespace"
         f" ({search_modes.QUERIES[mode]} questions); hybrid saved search over"

@@ -68,7 +68,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 def without_vector_index(conn: Any, dim: int) -> None:
     """Drop the HNSW index before a bulk load: building it afterwards is many times faster
     than inserting into it row by row. `ensure_vector_index` builds it again."""
-    from chalicelib.store import conversation_search
+    from chalicelib.search import store_vectors as conversation_search
 
     name = conversation_search.vector_index_name(int(dim))
     conn.execute(f"DROP INDEX IF EXISTS loom.{name}")

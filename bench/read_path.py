@@ -8,7 +8,7 @@ from bench.harness import BenchDb, Figure, p95, say, timed, without_vector_index
 from chalicelib.auth import local_caller
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
-from chalicelib.store.conversation_search import ensure_vector_index
+from chalicelib.search.store_vectors import ensure_vector_index
 
 SIZES = {"quick": 10_000, "full": 100_000}
 USERS = 100  # a user filter keeps 1% of the namespace

@@ -12,7 +12,7 @@ import numpy as np
 from bench import locomo
 from bench.bm25 import BM25
 from bench.harness import say
-from chalicelib.ranking import rrf
+from chalicelib.search.ranking import rrf
 
 DEPTH = 60
 

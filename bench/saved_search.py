@@ -8,9 +8,9 @@ import random
 from bench.harness import BenchDb, Figure, p95, say, timed, without_vector_index
 from chalicelib.auth import local_caller
 from chalicelib.providers.embedder import FakeEmbedder
-from chalicelib.ranking import rrf
 from chalicelib.registry import call
-from chalicelib.store.conversation_search import ensure_vector_index
+from chalicelib.search.ranking import rrf
+from chalicelib.search.store_vectors import ensure_vector_index
 
 SIZES = {"quick": 2_000, "full": 10_000}  # the searched user's saved messages
 OTHER_USERS, OTHERS_EACH = 19, {"quick": 200, "full": 1_000}

@@ -1,19 +1,22 @@
 """conversation.search's modes at scale: the p95 of a hybrid (and a lexical) query over one
-namespace of LoCoMo-like turns against a semantic one in the same run, questions interleaved."""
+namespace of LoCoMo-like turns against a semantic one in the same run, questions interleaved,
+beside PostgreSQL's own ranking (plain lexical and plain hybrid: bench/plain_modes.py)."""
 
 from __future__ import annotations
 
 import itertools
 import time
 
+import numpy as np
+
 from bench import locomo
 from bench.harness import BenchDb, Figure, p95, say, without_vector_index
+from bench.plain_modes import PLAIN_MODES, plain_search
 from chalicelib.auth import Caller, local_caller
 from chalicelib.deps import Deps
-from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import EMBED_CHARS, FakeEmbedder
 from chalicelib.registry import call
-from chalicelib.store.conversation_search import ensure_vector_index
+from chalicelib.search.store_vectors import ensure_vector_index
 
 SIZES = {"quick": 10_000, "full": 100_000}
 QUERIES = {"quick": 60, "full": 200}
@@ -34,7 +37,7 @@ _FROM_STAGE = (
     " SELECT %(org)s, 'big', thread_id, msg_id, %(model)s, 'a', role, '-', text, %(dim)s,"
     " embedding, context_embedding, %(ts)s::timestamptz, doc, loom.tsv_tokens(doc)"
     " FROM (SELECT *, loom.turn_window(%(ts)s::timestamptz, lag(text, 2) OVER t,"
-    "  lag(text, 1) OVER t, text, lead(text, 1) OVER t) AS doc"
+    "  lag(text, 1) OVER t, text, NULL) AS doc"
     "  FROM stage WINDOW t AS (PARTITION BY thread_id ORDER BY msg_id)) w"
 )
 
@@ -55,13 +58,12 @@ def _load(db: BenchDb, org: str, n: int, embedder: FakeEmbedder) -> None:
                 say(f"search modes: loading turns {start:,}-{stop:,} of {n:,} ...")
                 rows = [(i, texts[i % len(texts)][:EMBED_CHARS]) for i in range(start, stop)]
                 own = embedder.embed_documents([t for _, t in rows])
-                before = [texts[(i - 1) % len(texts)] for i, _ in rows]
-                ctx = embedder.embed_documents(
-                    [
-                        context_text(b, t) if i % THREAD_TURNS else t
-                        for b, (i, t) in zip(before, rows, strict=True)
-                    ]
-                )
+                # The context vector as an append derives it: its own plus the turn before's.
+                own = np.asarray(own, dtype=np.float32)
+                before = np.roll(own, 1, axis=0)
+                first = np.array([i % THREAD_TURNS == 0 for i, _ in rows])
+                ctx = np.where(first[:, None], own, own + before)
+                ctx /= np.maximum(np.linalg.norm(ctx, axis=1, keepdims=True), 1e-12)
                 with cur.copy("COPY stage FROM STDIN") as copy:
                     for (i, text), v, c in zip(rows, own, ctx, strict=True):
                         role = "user" if i % 2 else "assistant"
@@ -90,12 +92,12 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
     caller = local_caller(org)
     questions = [q.question for conv in locomo.load() for q in conv.questions]
     questions = questions[: QUERIES[size]]
-    latency: dict[str, list[float]] = {m: [] for m in MODES}
+    latency: dict[str, list[float]] = {m: [] for m in (*MODES, *PLAIN_MODES)}
     say(f"search modes: {len(questions)} questions in each mode over {n:,} turns ...")
     # Interleaved, so background work weighs on every mode alike, in every order in turn: the
     # lexical and hybrid modes share term statistics (the first to meet a word counts it in
     # the scope), and each meets a question first for half of them.
-    orders = list(itertools.permutations(MODES))
+    orders = list(itertools.permutations((*MODES, *PLAIN_MODES)))
     for i, q in enumerate(questions):
         for mode in orders[i % len(orders)]:
             latency[mode].append(_search_time(deps, caller, q, mode))
@@ -126,6 +128,17 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             before * 1e3,
             "<= 1.25x",
         ),
+        *(
+            Figure(
+                f"{mode} search p95 @{n:,}",
+                p95(latency[mode]) * 1e3,
+                "ms",
+                "semantic p95",
+                semantic,
+                "",
+            )
+            for mode in PLAIN_MODES
+        ),
     ]
 
 
@@ -150,7 +163,12 @@ def _lexical_under_appends(
 
 
 def _search_time(deps: Deps, caller: Caller, query: str, mode: str) -> float:
-    """Seconds one conversation.search of the loaded namespace takes in a mode."""
+    """Seconds one conversation.search of the loaded namespace takes in a mode (a plain one
+    read without the op's request handling)."""
+    if mode in PLAIN_MODES:
+        start = time.perf_counter()
+        plain_search(deps, caller, "big", query, 10, mode)
+        return time.perf_counter() - start
     body = {"namespace": "big", "agent": "*", "query": query, "top_k": 10,
             "namespace_scope": "this", "search_mode": mode}  # fmt: skip
     start = time.perf_counter()

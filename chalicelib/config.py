@@ -47,6 +47,8 @@ BOOT_ONLY = frozenset(
         "database_lock_timeout_seconds",
         "llm_timeout_seconds",
         "embed_timeout_seconds",
+        "embed_slots",
+        "embed_max_batch",
         "extraction_queue_url",
         # The live-settings reader and the policy cache take these from the boot settings.
         "settings_refresh_seconds",
@@ -130,6 +132,10 @@ class Settings(BaseSettings):
     # pgvector's HNSW index holds vectors of up to 2,000 dimensions (OpenAI's v3 models
     # shorten theirs when asked: LOOM_EMBED_DIM=1536 for text-embedding-3-large).
     embed_dim: int = Field(default=0, ge=0, le=2000)
+    # Model calls that may run at once (0: one a core for the local model, 4 for a remote
+    # endpoint, one inside Lambda); concurrent requests share each call, up to this many texts.
+    embed_slots: int = Field(default=0, ge=0, le=64)
+    embed_max_batch: int = Field(default=32, ge=1, le=2048)
 
     # Conversations.
     conversation_search_min_similarity: float | None = Field(default=None, ge=-1.0, le=1.0)

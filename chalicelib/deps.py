@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from chalicelib.config import Settings, setting_name, with_overrides
 from chalicelib.errors import UnavailableError
 from chalicelib.observability import logger
+from chalicelib.search.tuning import SearchCaches, SearchTuning
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -42,8 +43,13 @@ class Deps:
         policy_lookup: Callable[[str, str], str | None] | None = None,
         policy_reader: Callable[[], dict[tuple[str, str], str]] | None = None,
         queue: JobQueue | None = None,
+        search_tuning: SearchTuning | None = None,
+        search_caches: SearchCaches | None = None,
     ):
         self.settings = settings or Settings()
+        self.search_tuning = search_tuning or SearchTuning()
+        # What search remembers of scopes lives and dies with this Deps.
+        self.search_caches = search_caches or SearchCaches()
         self.clock = clock
         self._policy_lookup = policy_lookup
         self._policy_reader = policy_reader

@@ -15,9 +15,9 @@ from chalicelib.policies import policy_block
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.providers.llm import LLMError
 from chalicelib.registry import OpContext, op
+from chalicelib.search.store_vectors import ensure_vector_index
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
 from chalicelib.store import conversations as store
-from chalicelib.store.conversation_search import ensure_vector_index
 
 SUMMARIZER_SYSTEM = (
     "You compact a conversation so it can be resumed later. Write one summary of the turns"

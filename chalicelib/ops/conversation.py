@@ -12,15 +12,16 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped, check_turn_key
-from chalicelib.ops.conversation_search import SearchMode, fan_out, search_turns
 from chalicelib.ops.turn_writer import AppendReason, record_turns
 from chalicelib.registry import OpContext, op
+from chalicelib.search.store_vectors import TurnFilter
+from chalicelib.search.turns import SearchMode, search_turns
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
 from chalicelib.store import conversations as store
-from chalicelib.store.conversation_search import TurnFilter
 from chalicelib.store.namespaces import (
     conversation_logging_enabled,
     ensure_namespace,
+    org_namespaces,
     set_conversation_logging,
 )
 from chalicelib.store.pool import read_connection
@@ -509,6 +510,17 @@ class SearchOutput(OpOutput):
     namespaces_skipped: list[str]
 
 
+def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[str], list[str]]:
+    """The namespaces a search reads, and those an all_mine search skipped at the cap."""
+    if scope == "this" or ctx.caller.namespace is not None:
+        return [namespace], []
+    cap = ctx.live().memory_search_fanout_max_namespaces
+    with read_connection(ctx.deps.pool) as conn:
+        mine = org_namespaces(conn, org)  # every one skipped is named
+    others = [ns for ns in mine if ns != namespace]
+    return [namespace, *others[: cap - 1]], others[cap - 1 :]
+
+
 @op("conversation.search", role="viewer", kind="read", mcp="hidden")
 def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     """Rank embedded turns over the floor; substring match when the embedder is down."""
@@ -522,5 +534,5 @@ def search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
         role=inp.role,
         user_id=None if inp.user_id in (None, "-") else inp.user_id,
     )
-    hits = search_turns(ctx, filt, inp.query, inp.top_k, inp.search_mode, inp.lexical_weight)
+    hits = search_turns(ctx.deps, filt, inp.query, inp.top_k, inp.search_mode, inp.lexical_weight)
     return SearchOutput(hits=[ConversationHit(**h) for h in hits], namespaces_skipped=skipped)

@@ -13,8 +13,8 @@ from chalicelib.errors import BadRequestError
 from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
-from chalicelib.ranking import rrf
 from chalicelib.registry import OpContext, op
+from chalicelib.search.ranking import rrf
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store

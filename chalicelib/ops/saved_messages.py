@@ -15,8 +15,8 @@ from chalicelib.errors import UnavailableError, ValidationFailedError
 from chalicelib.legs import beside
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, check_turn_key
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.ranking import centred_excerpt, rrf
 from chalicelib.registry import OpContext, op
+from chalicelib.search.ranking import centred_excerpt, rrf
 from chalicelib.sensitivity import (
     embedded_reads_as_high,
     excerpt_reads_as_high,

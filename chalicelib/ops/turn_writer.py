@@ -12,9 +12,9 @@ from typing import Literal
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
+from chalicelib.search.store_vectors import ensure_vector_index, vector_index_ready
 from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import worker_positions
-from chalicelib.store.conversation_search import ensure_vector_index, vector_index_ready
 from chalicelib.store.conversations import (
     UNRECORDED,
     NewTurn,
@@ -53,7 +53,7 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
         return []
     first = turns[0]
     scope = (first.org, first.namespace, first.thread_id, first.agent)
-    with read_connection(deps.pool) as conn:
+    with read_connection(deps.pool) as conn:  # one checkout until the embed
         recording, known = append_state(conn, *scope, [t.msg_id for t in turns])
         if recording is False:
             # The owner's choice answers first: a turn stored (or deleted) while the namespace
@@ -65,15 +65,14 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
         if saved_only and not adopt_saved_turns(conn, *scope, saved_only):
             # The transcript does not hold them: recording is off, whatever a user saved.
             states.update(dict.fromkeys(saved_only, UNRECORDED))
-    fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
-    to_embed = [t for t in fresh if embeddable(t)]
-    ts: dict[str, datetime] | None = {}
-    if fresh:
-        ts = insert_turns(deps.pool, fresh)
-        raced = [t.msg_id for t in fresh if ts and t.msg_id not in ts]
-        if raced:
-            with read_connection(deps.pool) as conn:
+        fresh = list({t.msg_id: t for t in turns if t.msg_id not in states}.values())
+        ts: dict[str, datetime] | None = {}
+        if fresh:
+            ts = insert_turns(conn, fresh)
+            raced = [t.msg_id for t in fresh if ts and t.msg_id not in ts]
+            if raced:
                 states.update(existing_copies(conn, *scope, raced))
+    to_embed = [t for t in fresh if embeddable(t)]
     now = deps.clock()
     if ts is None:  # recording was switched off since the read above
         return [Recorded(t.msg_id, now, False, "logging_disabled") for t in turns]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -149,9 +150,15 @@ class OpenAIEmbedder:
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name."""
+    """The embedder the settings name; the local model and a remote endpoint share their
+    calls among concurrent requests (embed_batcher)."""
+    if settings.embedder == "fake":
+        return FakeEmbedder(settings.embed_dim or 256)
+    from chalicelib.providers.embed_batcher import BatchingEmbedder
+
+    slots = settings.embed_slots or _default_slots(settings)
     if settings.embedder == "openai":
-        return OpenAIEmbedder(
+        remote = OpenAIEmbedder(
             model=settings.embed_model or "text-embedding-3-small",
             dim=settings.embed_dim or 1536,
             ask_dimensions=bool(settings.embed_dim),
@@ -159,6 +166,14 @@ def build_embedder(settings: Settings) -> Embedder:
             api_key=settings.embed_api_key or settings.llm_api_key,
             timeout=settings.embed_timeout_seconds,
         )
-    if settings.embedder == "fake":
-        return FakeEmbedder(settings.embed_dim or 256)
-    return LocalEmbedder()
+        return BatchingEmbedder(lambda: remote, slots=slots, max_batch=settings.embed_max_batch)
+    # One model instance a slot: the engine's buffers are its own.
+    return BatchingEmbedder(LocalEmbedder, slots=slots, max_batch=settings.embed_max_batch)
+
+
+def _default_slots(settings: Settings) -> int:
+    if settings.lambda_function_name:  # one request at a time in a Lambda sandbox
+        return 1
+    if settings.embedder == "openai":
+        return 4
+    return os.cpu_count() or 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -12,14 +13,14 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import database_clock, lease_lock, read_connection, sent_whole
-from chalicelib.store.recorded import send_settle_saved_only, settle_saved_only
-from chalicelib.store.turn_windows import (
+from chalicelib.search.store_upkeep import (
     note_moving_rows,
     rewrite_thread_windows,
     rewrite_windows_from,
 )
+from chalicelib.store.namespaces import conversation_logging_enabled
+from chalicelib.store.pool import database_clock, lease_lock, read_connection, sent_whole
+from chalicelib.store.recorded import send_settle_saved_only, settle_saved_only
 
 TurnState = Literal["live", "saved_only", "tombstoned"]
 # A saved-only copy the append did not adopt: the namespace does not record.
@@ -128,20 +129,19 @@ def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
     return [[getattr(t, n) for t in turns] for n in names]
 
 
-def insert_turns(pool: ConnectionPool, turns: list[NewTurn]) -> dict[str, datetime] | None:
+def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] | None:
     """Insert one thread's turns in order, under its lease, if the namespace records: one
-    transaction, sent whole in one round trip. Copies that exist already are skipped. Returns
-    each inserted turn's ts; None when the namespace does not record (recording fails closed:
-    a namespace with no row does not record).
+    transaction, sent whole in one round trip (`conn` from read_connection). Copies that exist
+    already are skipped. Returns each inserted turn's ts; None when the namespace does not
+    record (recording fails closed: a namespace with no row does not record).
     """
     first = turns[0]
-    with read_connection(pool) as conn:
-        with sent_whole(conn):
-            take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-            inserted = _insert_turns(conn, turns)
-        rows = inserted.fetchall()
-        if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
-            return None
+    with sent_whole(conn):
+        take_thread_lease(conn, first.org, first.namespace, first.thread_id)
+        inserted = _insert_turns(conn, turns)
+    rows = inserted.fetchall()
+    if not rows and not conversation_logging_enabled(conn, first.org, first.namespace):
+        return None
     return dict(rows)
 
 
@@ -183,24 +183,35 @@ class TurnVector:
 
 
 def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) -> set[str]:
-    """Store vectors (or embed errors) of one thread's turns still live, under the lease, in
-    one transaction sent whole in one round trip; returns the msg_ids written. A live row
+    """Store vectors (or embed errors) of one thread's turns still live, under the lease;
+    returns the msg_ids written. Turns at the end of the thread with no other copy's row are
+    written in one transaction sent whole; the rest, if any, in a second, as `send_vectors`
+    says. A live row
     another agent's copy wrote is shared, not replaced, unless it has no vector: then it
     moves, and the windows from where it stood on are rewritten too (`send_vectors`).
     """
     first = items[0].turn
     turns = [i.turn for i in items]
     with read_connection(pool) as conn:
-        with sent_whole(conn):
-            # The vector is derived data: its commit need not wait for the WAL flush.
-            conn.execute("SET LOCAL synchronous_commit = off")
-            take_thread_lease(conn, first.org, first.namespace, first.thread_id)
-            sent = send_vectors(conn, model, items)
-        written = {r[0] for r in returned_rows(sent)}
+        params = _vector_params(model, items)
+        written = vectors_under_lease(conn, first, lambda: _send_fresh(conn, params))
+        others = [i for i in items if i.turn.msg_id not in written]
+        if others:  # a copy's row, a turn before later rows, or one removed meanwhile
+            written |= vectors_under_lease(conn, first, lambda: send_vectors(conn, model, others))
         if len(written) < len(items):  # a live row shared with another copy answers nothing
             rest = [t.msg_id for t in turns if t.msg_id not in written]
             written |= live_copies(conn, first, rest)
     return written
+
+
+def vectors_under_lease(conn: Connection, turn: NewTurn, send: Callable[[], Cursor]) -> set[str]:
+    """One transaction sent whole, under the thread's lease, committed asynchronously (vectors
+    are derived data): `send`'s statements; the msg_ids its cursor answers."""
+    with sent_whole(conn):
+        conn.execute("SET LOCAL synchronous_commit = off")
+        take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
+        cur = send()
+    return {r[0] for r in returned_rows(cur)}
 
 
 # Written from the turn's live row, so a save that flagged the row meanwhile flags its vector.
@@ -252,17 +263,34 @@ _INSERT_VECTOR = (
 )
 
 
+# The common case, a turn at the end of its thread that no other copy has a row for: its row is
+# all there is to write (its window reads only the rows before it), so no window is rewritten.
+_INSERT_FRESH_VECTOR = (
+    _INSERT_VECTOR[: _INSERT_VECTOR.index(" ON CONFLICT")]
+    + " AND NOT EXISTS (SELECT 1 FROM loom.conversation_embeddings x"
+    "  WHERE x.org = %(org)s AND x.namespace = %(ns)s AND x.thread_id = %(thread)s"
+    "  AND x.msg_id = %(msg_id)s AND x.model = %(model)s)"
+    " AND NOT EXISTS (SELECT 1 FROM loom.conversation_embeddings x"
+    "  WHERE x.org = %(org)s AND x.namespace = %(ns)s AND x.thread_id = %(thread)s"
+    "  AND x.model = %(model)s AND x.tombstoned_at IS NULL"
+    "  AND (x.ts, x.msg_id) > (%(ts)s::timestamptz, %(msg_id)s))"
+    " ON CONFLICT DO NOTHING RETURNING msg_id"
+)
+
+
+def _send_fresh(conn: Connection, params: list[dict[str, Any]]) -> Cursor:
+    cur = conn.cursor()
+    cur.executemany(_INSERT_FRESH_VECTOR, params, returning=True)
+    return cur
+
+
 def insert_vectors(conn: Connection, model: str, items: list[TurnVector]) -> list[tuple[str]]:
     """One statement a turn, then the windows they touch (the caller holds the lease)."""
     return returned_rows(send_vectors(conn, model, items))
 
 
-def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Cursor:
-    """Send one statement a turn (the vector binds as itself, not as text), then the rewrite of
-    the windows they touch (from where a vectorless row they take over stood, when earlier:
-    noted first, under the lease the caller holds); the cursor answers the msg_ids written
-    (`returned_rows`)."""
-    params = [
+def _vector_params(model: str, items: list[TurnVector]) -> list[dict[str, Any]]:
+    return [
         {
             "org": i.turn.org,
             "ns": i.turn.namespace,
@@ -278,6 +306,14 @@ def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Curso
         }
         for i in items
     ]
+
+
+def send_vectors(conn: Connection, model: str, items: list[TurnVector]) -> Cursor:
+    """Send one statement a turn (the vector binds as itself, not as text), then the rewrite of
+    the windows they touch (from where a vectorless row they take over stood, when earlier:
+    noted first, under the lease the caller holds); the cursor answers the msg_ids written
+    (`returned_rows`)."""
+    params = _vector_params(model, items)
     first = min(items, key=lambda i: (i.ts, i.turn.msg_id))
     scope = (first.turn.org, first.turn.namespace, first.turn.thread_id, model)
     writes = [(i.turn.msg_id, i.ts, i.text) for i in items]

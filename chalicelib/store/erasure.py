@@ -14,11 +14,11 @@ from typing import Any, Literal
 from psycopg import Connection, sql
 
 from chalicelib.auth import personal_namespace
+from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
 from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
 from chalicelib.store.conversations import summary_row, take_thread_leases
 from chalicelib.store.recorded import settle_saved_only
-from chalicelib.store.turn_windows import rewrite_thread_windows
 
 Kind = Literal["user", "namespace_list"]
 

@@ -7,8 +7,8 @@ from typing import Any
 from psycopg import Connection
 from psycopg.rows import dict_row
 
+from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.store.conversations import take_thread_leases
-from chalicelib.store.turn_windows import rewrite_thread_windows
 
 # An embedding row's primary key, in order: where a sweep stands.
 _KEY_COLUMNS = ("org", "namespace", "thread_id", "msg_id", "model")

@@ -17,7 +17,7 @@ from typing import Any
 
 from psycopg import Connection, Cursor
 
-from chalicelib.store.turn_windows import MOVED_FROM
+from chalicelib.search.store_upkeep import MOVED_FROM
 
 # A live copy of the turn of embedding row `e`, recorded (a turn) or there only for a save.
 _COPY = (

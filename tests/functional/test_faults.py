@@ -17,7 +17,7 @@ import pytest
 from chalicelib.config import Settings
 from chalicelib.providers.embedder import build_embedder
 from chalicelib.providers.llm import OpenAILLM
-from chalicelib.store import conversation_search
+from chalicelib.search import store_vectors as conversation_search
 from soak.faults import restartable_database, token_minter
 from soak.load import make_tenants, prepare, run_load, verify
 from tests.live_server import live_server

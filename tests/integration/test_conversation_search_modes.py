@@ -1,5 +1,5 @@
 """conversation.search modes: semantic (the default, unchanged), lexical (BM25 over each turn's
-window: its date, the two turns before it, the turn and the one after it) and hybrid
+window: its date, the two turns before it and the turn) and hybrid
 (reciprocal-rank fusion of the turn's vector, its context vector and the BM25 leg, no floor),
 and lexical_weight."""
 
@@ -9,18 +9,21 @@ import json
 import math
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
+from chalicelib.deps import Deps, set_deps
 from chalicelib.ops import turn_writer
-from chalicelib.ops.conversation_search import VECTOR_LEG_DEPTH
 from chalicelib.ops.turn_writer import record_turns
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
+from chalicelib.search.tuning import SearchCaches, SearchTuning
 from chalicelib.sensitivity import reads_as_high
-from chalicelib.store import conversation_search, window_search
 from chalicelib.store.conversations import NewTurn, TurnVector, insert_turns, write_embeddings
+from chalicelib.store.pool import read_connection
 from chalicelib.workers.retention import purge_expired_conversations
 from tests.integration.test_conversation_support import (
     NS,
@@ -33,11 +36,41 @@ from tests.integration.test_saved_support import OFF_NS, SUMMARY, content, save,
 
 MODES = ("lexical", "hybrid")
 RRF_K = 60  # the reciprocal-rank constant of the fusion
+VECTOR_LEG_DEPTH = SearchTuning().vector_leg_depth
 
 
 @pytest.fixture
 def t(api, deps, org):
     return Tenant.open(api, deps, org)
+
+
+Tune = Callable[..., Deps]
+
+
+@pytest.fixture
+def tune(deps: Deps) -> Iterator[Tune]:
+    """Serve requests from a Deps with these search tuning values (the others at their
+    defaults) and caches of its own, empty unless given; the test's Deps again afterwards."""
+
+    def serve(caches: SearchCaches | None = None, **values: Any) -> Deps:
+        tuned = Deps(
+            deps.settings,
+            pool=deps.pool,
+            embedder=deps.embedder,
+            llm=deps.llm,
+            search_tuning=SearchTuning(**values),
+            search_caches=caches,
+        )
+        set_deps(tuned)
+        return tuned
+
+    yield serve
+    set_deps(deps)
+
+
+# The large-scope path on the 200 turns of `corpus`: over 30 windows, so the scope's terms are
+# estimated from a sample (of up to 2,000 windows: here all 200, so the estimates are exact).
+LARGE = {"sample_rows": 30, "rare_df": 8}
 
 
 _CONSONANTS = str.maketrans("0123456789abcdef", "bcdfghjklmnpqrtv")
@@ -93,6 +126,12 @@ def context_state(pool, org: str, thread_id: str) -> dict[str, tuple]:
             (org, thread_id),
         ).fetchall()
     return {m: (of, same) for m, of, same in rows}
+
+
+def inserted(pool, turn: NewTurn):
+    """The turn recorded as an append's first transaction records it: its ts by msg_id."""
+    with read_connection(pool) as conn:
+        return insert_turns(conn, [turn])
 
 
 def derived_from(pool, org: str, thread_id: str, msg_id: str) -> str | None:
@@ -165,9 +204,9 @@ def test_lexical_reads_each_turns_window_and_excerpts_show_the_hit_turn(t):
     """GIVEN a thread T0..T4 where T0 holds one rare word, T1 (a long turn) another in its
     middle and T3 a third, and another thread written between them holding a fourth
     WHEN lexical search asks for each word
-    THEN T1's word finds T1 and the turns whose window holds it (T0 before it, T2 and T3 after
-    it); T0's word finds T0, T1 and T2; T3's word finds T2 (whose next turn it is), T3 and
-    T4; the other thread's word finds only that thread; every excerpt is the hit turn's own
+    THEN T1's word finds T1 and the turns whose window holds it (T2 and T3 after it); T0's
+    word finds T0, T1 and T2; T3's word finds T3 and T4 (a window holds the turn and the two
+    before it); the other thread's word finds only that thread; every excerpt is the hit turn's own
     text, T1's centred on its word, a neighbour's its opening (never the neighbour's text).
     """
     w_first, w_own, w_next, w_other = word(), word(), word(), word()
@@ -193,16 +232,16 @@ def test_lexical_reads_each_turns_window_and_excerpts_show_the_hit_turn(t):
             assert h["similarity"] is None and h["score"] > 0
         return {h["msg_id"]: h["excerpt"] for h in found}
 
-    excerpts = check(w_own, {"T0", "T1", "T2", "T3"})
+    excerpts = check(w_own, {"T1", "T2", "T3"})
     centred = excerpts["T1"]
     assert w_own not in texts["T1"][:240] and len(centred) == 240
     assert abs(centred.index(w_own) + len(w_own) / 2 - 120) <= 30, centred
-    assert all(w_own not in excerpts[m] for m in ("T0", "T2", "T3"))
+    assert all(w_own not in excerpts[m] for m in ("T2", "T3"))
     assert excerpts["T2"] == texts["T2"]
 
     excerpts = check(w_first, {"T0", "T1", "T2"})
     assert excerpts["T1"] == texts["T1"][:240] and w_first not in excerpts["T1"]
-    check(w_next, {"T2", "T3", "T4"})
+    check(w_next, {"T3", "T4"})
     check(w_other, {"X0", "X1"})
 
     hybrid = {h["msg_id"]: h["excerpt"] for h in hits(t, w_own, "hybrid")}
@@ -254,7 +293,7 @@ def test_lexical_scores_are_okapi_bm25_with_each_terms_frequency_in_the_window(t
             expected[m] = score
     windows = {r[0]: r[1] for r in rows}
     assert [tf(windows[m], a) for m in counts] == [1, 2, 3, 40]
-    assert [tf(windows[f"cap{n}"], a) for n in range(3)] == [255, 255, 255]
+    assert [tf(windows[f"cap{n}"], a) for n in range(3)] == [150, 255, 255]
     assert found == pytest.approx(expected)
     assert found["x3"] > found["x1"] and found["x40"] > found["x3"]
 
@@ -306,7 +345,7 @@ def test_a_high_turn_is_neither_a_hit_nor_a_neighbour(t, pool, embedder):
     assert "H" not in ids(hybrid)
     assert hybrid == hits(t, w_high, "hybrid", lexical_weight=0)
 
-    assert set(ids(hits(t, w_before, "lexical"))) == {"P0", "P1", "N0", "N1"}
+    assert set(ids(hits(t, w_before, "lexical"))) == {"P1", "N0", "N1"}
     assert "H" not in ids(hits(t, high, "hybrid"))
 
 
@@ -416,7 +455,7 @@ def test_one_agents_deleted_turns_leave_the_windows_of_another_agents_live_turns
     t.append("th-1", f"swap my {w} shift please", msg_id="a1-turn", agent="a1")
     t.append("th-1", "done, swapped it", msg_id="b1", agent="a2", role="assistant")
     t.append("th-1", "thanks a lot", msg_id="b2", agent="a2")
-    assert set(ids(hits(t, w, "lexical"))) == {"b0", "a1-turn", "b1", "b2"}
+    assert set(ids(hits(t, w, "lexical"))) == {"a1-turn", "b1", "b2"}
     assert context_state(pool, org, "th-1")["b1"] == ("a1-turn", False)
 
     t.ok("conversation.delete", agent="a1", thread_id="th-1", confirm_thread_id="th-1", as_="admin")
@@ -522,11 +561,11 @@ def test_a_vector_written_after_a_concurrent_copy_failed_leaves_no_window_where_
     w = word()
     model = embedder.name
     a = NewTurn(org, NS, "th-i", "A", "m1", "user", f"agent one says {w} about the plan")
-    stored_a = insert_turns(pool, [a])
+    stored_a = inserted(pool, a)
     for i in range(1, 5):
         t.append("th-i", f"plain turn number {i} from b", msg_id=f"b{i}", agent="B")
     b = NewTurn(org, NS, "th-i", "B", "m1", "user", "agent two logs another text for m1")
-    stored_b = insert_turns(pool, [b])
+    stored_b = inserted(pool, b)
     assert stored_a and stored_b
     write_embeddings(pool, model, [TurnVector(a, stored_a["m1"], a.content, None, "down")])
     assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} >= {"b1", "b2"}
@@ -678,9 +717,9 @@ def test_a_context_is_derived_from_the_row_as_it_stands_when_the_vector_is_writt
     finally:
         embedder.failing = False
     b = NewTurn(org, NS, "th-t", "B", "m", "user", "agent two logs another text for m")
-    stored_b = insert_turns(pool, [b])
+    stored_b = inserted(pool, b)
     n = NewTurn(org, NS, "th-t", "B", "N", "assistant", "noted, thanks")
-    stored_n = insert_turns(pool, [n])
+    stored_n = inserted(pool, n)
     assert stored_b and stored_n
     vector = embedder.embed_documents([b.content])[0]
     write_embeddings(pool, model, [TurnVector(b, stored_b["m"], b.content, vector, None)])
@@ -715,26 +754,56 @@ def test_a_row_a_save_revives_has_no_context_vector_of_its_earlier_text(t, pool,
 # ---- appends -------------------------------------------------------------------------------
 
 
-def test_appends_extend_the_windows_before_and_after_them(t):
+def test_appends_extend_the_windows_after_them_and_rewrite_no_other_row(t, pool, org):
     """GIVEN a thread A, B
     WHEN C (holding a unique word) is appended, then D, E and F
-    THEN the word finds nothing before C, then B and C (B's window gained its next turn),
-    then also D, then E, and still not F (its window reads only the two turns before it).
-    """
+    THEN the word finds nothing before C, then C, then also D, then E, and still not F (a
+    window reads only the two turns before it); and no append writes another row: every
+    earlier row keeps the version it was written with."""
     w = word()
     t.append("th-1", "first turn about the garden shed", msg_id="A")
     t.append("th-1", "second turn about paint colours", msg_id="B", role="assistant")
     assert hits(t, w, "lexical") == []
     expected = {
-        "C": {"B", "C"},
-        "D": {"B", "C", "D"},
-        "E": {"B", "C", "D", "E"},
-        "F": {"B", "C", "D", "E"},
+        "C": {"C"},
+        "D": {"C", "D"},
+        "E": {"C", "D", "E"},
+        "F": {"C", "D", "E"},
     }
+
+    def versions() -> dict[str, str]:
+        with pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT msg_id, xmin::text FROM loom.conversation_embeddings"
+                " WHERE org = %s AND thread_id = 'th-1'",
+                (org,),
+            ).fetchall()
+        return dict(rows)
+
     for name, found in expected.items():
+        before = versions()
         text = f"we picked {w} in the end" if name == "C" else f"turn {name.lower()} moves on"
         t.append("th-1", text, msg_id=name)
         assert set(ids(hits(t, w, "lexical"))) == found, name
+        after = versions()
+        assert {m: after[m] for m in before} == before, name
+
+
+def test_hybrid_ranks_the_turn_before_a_lexical_hit_within_the_callers_scope(t):
+    """GIVEN a question turn by user u-1 and the answer after it (holding a unique word), and
+    the same shape where the question was asked by another user, u-2
+    WHEN hybrid search asks for the word, as everyone and filtered to u-1's turns
+    THEN the question turn before each answer is ranked with it (a window holds a turn and the
+    two before it, so the turn it answers comes before); filtered, u-2's question is not."""
+    w = word()
+    t.append("th-1", "which paint did we choose for the shed", msg_id="q1", user_id="u-1")
+    t.append("th-1", f"you chose {w} in the end", msg_id="a1", role="assistant", user_id="u-1")
+    t.append("th-2", "which paint for the fence then", msg_id="q2", user_id="u-2")
+    t.append("th-2", f"also {w} for the fence", msg_id="a2", role="assistant", user_id="u-1")
+    assert set(ids(hits(t, w, "lexical"))) == {"a1", "a2"}
+    assert {"q1", "q2", "a1", "a2"} <= set(ids(hits(t, w, "hybrid")))
+    mine = set(ids(hits(t, w, "hybrid", user_id="u-1")))
+    assert {"q1", "a1", "a2"} <= mine and "q2" not in mine
 
 
 # ---- scopes --------------------------------------------------------------------------------
@@ -768,17 +837,12 @@ def _write(tenant: Tenant, prefix: str, namespace: str = NS) -> None:
 
 
 @pytest.fixture(params=["exact", "index"])
-def scope_path(request, monkeypatch):
+def scope_path(request, tune):
     """How a scope is read: "exact" as a small one is (every row ranked, BM25's statistics
     counted whole), "index" as a large one is (the HNSW indexes, BM25's sampled statistics)."""
     if request.param == "index":
-        monkeypatch.setattr(conversation_search, "EXACT_SCAN_MAX_ROWS", 0)
-        monkeypatch.setattr(window_search, "SAMPLE_ROWS", 2)
-    window_search._stats.clear()
-    window_search._lexicons.clear()
-    yield request.param
-    window_search._stats.clear()
-    window_search._lexicons.clear()
+        tune(exact_scan_max_rows=0, sample_rows=2)
+    return request.param
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -1031,220 +1095,92 @@ def corpus(t, deps, org):
     return rare
 
 
-def test_the_large_scope_path_ranks_a_rare_word_as_the_exact_path_does(t, corpus, monkeypatch):
-    """GIVEN 200 indexed turns and a rare word t07-4 holds twice (so four windows hold it)
+def test_the_large_scope_path_ranks_a_rare_word_as_the_exact_path_does(t, deps, corpus, tune):
+    """GIVEN 200 indexed turns and a rare word t07-4 holds twice (so three windows hold it)
     WHEN lexical search asks for the rare word with a common one, first with exact
-    statistics, then with SAMPLE_ROWS 30 and RARE_DF 8 (the large-scope path)
-    THEN the large path answers the four windows holding the rare word, the same four the
+    statistics, then with sample_rows 30 and rare_df 8 (the large-scope path)
+    THEN the large path answers the three windows holding the rare word, the same three the
     exact path ranks first, with the same top hit.
     """
     query = f"{corpus} {COMMON}"
-    window_search._stats.clear()
     exact = ids(hits(t, query, "lexical"))
-    assert window_search._stats == {}  # a scope within SAMPLE_ROWS: statistics are exact
+    assert deps.search_caches.stats == {}  # a scope within sample_rows: statistics are exact
     assert len(exact) == 200
 
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    window_search._stats.clear()
+    large_path = tune(**LARGE)
     large = ids(hits(t, query, "lexical"))
-    assert window_search._stats  # the large path counted the scope
-    assert set(large) == {"t07-3", "t07-4", "t07-5", "t07-6"}
-    assert set(exact[:4]) == set(large)
+    assert large_path.search_caches.stats  # the large path counted the scope
+    assert set(large) == {"t07-4", "t07-5", "t07-6"}
+    assert set(exact[:3]) == set(large)
     assert large[0] == exact[0]
     assert ids(hits(t, query, "lexical")) == large  # again, with the scope's size known
-    window_search._stats.clear()
 
 
-def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, corpus, monkeypatch):
+def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, corpus, tune):
     """GIVEN 200 indexed turns, every one naming "plinth" and those of threads 0-9 "gantry"
-    WHEN lexical search asks for "plinth gantry" on the large-scope path (SAMPLE_ROWS 30,
-    RARE_DF 8), and hybrid search does too
+    WHEN lexical search asks for "plinth gantry" on the large-scope path (sample_rows 30,
+    rare_df 8), and hybrid search does too
     THEN the lexical answer is the 100 windows holding both words (threads 0-9), and hybrid
     still answers.
     """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    window_search._stats.clear()
+    large_path = tune(**LARGE)
     found = hits(t, f"{COMMON} {HALF}", "lexical")
-    assert window_search._stats
+    assert large_path.search_caches.stats
     assert len(found) == 100
     assert {h["thread_id"] for h in found} == {f"t{n:02d}" for n in range(10)}
     assert hits(t, f"{COMMON} {HALF}", "hybrid", top_k=10)
-    window_search._stats.clear()
 
 
-def test_a_word_no_window_holds_leaves_the_common_words_answer_alone(t, corpus, monkeypatch):
+def test_a_word_no_window_holds_leaves_the_common_words_answer_alone(t, corpus, tune):
     """GIVEN 200 indexed turns, "plinth" in all and "gantry" in threads 0-9's
-    WHEN lexical search asks for both and a word no turn holds, on the large-scope path with
-    no relaxation (RELAXED_TERMS 0)
+    WHEN lexical search asks for both and a word no turn holds, on the large-scope path
     THEN the answer is the 100 windows holding both common words, as without the word.
     """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    monkeypatch.setattr(window_search, "RELAXED_TERMS", 0)
-    window_search._stats.clear()
+    tune(**LARGE)
     found = hits(t, f"{COMMON} {HALF} {word()}", "lexical")
-    window_search._stats.clear()
     assert len(found) == 100
     assert {h["thread_id"] for h in found} == {f"t{n:02d}" for n in range(10)}
 
 
-def test_a_large_scopes_common_words_no_window_holds_all_of_find_those_holding_the_rarest(
-    t, corpus, pool, monkeypatch
-):
-    """GIVEN 200 indexed turns, each naming "plinth" and one of eight colours in turn (so a
-    window, four turns, names at most four colours)
-    WHEN lexical search asks for "plinth" and five colours on the large-scope path
-    (SAMPLE_ROWS 30, RARE_DF 8: every word common)
-    THEN no window holds all six words, yet the answer is the windows holding the two rarest
-    (or, none holding both, any of the three rarest), ranked by every word (with
-    RELAXED_TERMS 0 the answer is empty); asked for two colours no window holds together, the
-    windows holding either.
-    """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    # The sample is every page (as in the spread test): the scope's counts are exact.
-    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
-    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
-    with pool.connection() as conn:
-        conn.execute("ANALYZE loom.conversation_embeddings")
-    query = f"{COMMON} " + " ".join(FLAVOURS[:5])
-    window_search._stats.clear()
-    found = hits(t, query, "lexical")
-
-    def holding(words: str) -> set[str]:  # every word
-        return {m for _, _, m in windows_holding(pool, words, t.org, live_only=True)}
-
-    # The rarest (ties in lexeme order, "ochre" being "ochr"), as the scope counts them: the
-    # windows holding the two rarest, or (none holding both) any of the three rarest.
-    stem = {c: "ochr" if c == "ochre" else c for c in FLAVOURS}
-    rarest = sorted(FLAVOURS[:5], key=lambda c: (len(holding(c)), stem[c]))[:3]
-    expected = holding(" ".join(rarest[:2])) or set().union(*(holding(c) for c in rarest))
-    assert found and {h["msg_id"] for h in found} <= expected
-    assert all(h["score"] > 0 for h in found)
-
-    apart = hits(t, f"{FLAVOURS[0]} {FLAVOURS[4]}", "lexical")  # never in one window
-    assert not holding(f"{FLAVOURS[0]} {FLAVOURS[4]}")
-    assert apart and {h["msg_id"] for h in apart} <= holding(FLAVOURS[0]) | holding(FLAVOURS[4])
-
-    monkeypatch.setattr(window_search, "RELAXED_TERMS", 0)  # no relaxation
-    window_search._stats.clear()
-    assert hits(t, query, "lexical") == []
-    window_search._stats.clear()
-
-
-def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpus, monkeypatch):
+def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpus, tune):
     """GIVEN 200 indexed turns, every one naming "plinth" (once in its own text)
     WHEN lexical search asks for "plinth", exactly and then on the large-scope path
     THEN both give positive BM25 scores (an estimated document frequency never exceeds the
     scope) and the same top hit.
     """
-    window_search._stats.clear()
     exact = hits(t, COMMON, "lexical")
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    window_search._stats.clear()
+    tune(**LARGE)
     large = hits(t, COMMON, "lexical")
-    window_search._stats.clear()
     assert all(h["score"] > 0 for h in exact)
     assert all(h["score"] > 0 for h in large)
     assert large[0]["msg_id"] == exact[0]["msg_id"]
 
 
-def _estimated_df(stem: str) -> float:
+def _estimated_df(served: Deps, stem: str) -> float:
     """The document frequency the large-scope path estimated for a lexeme."""
-    (df,) = [v[0] for k, v in window_search._stats.items() if len(k) == 3 and k[2] == stem]
+    stats = served.search_caches.stats
+    (df,) = [value[0] for k, (_, value) in stats.items() if len(k) == 3 and k[2] == stem]
     return df
 
 
-def test_a_large_scopes_common_words_are_counted_on_a_sample_spread_over_it(
-    t, corpus, pool, monkeypatch
-):
-    """GIVEN 200 indexed turns, "gantry" in the 100 of threads 0-9 (written first), the table
-    analysed
-    WHEN lexical search asks for "gantry" on the large-scope path (SAMPLE_ROWS 30, RARE_DF 8)
-    with the scope sampled at random pages of the table (SPREAD_MIN_SHARE 0, and
-    LARGE_SAMPLE_ROWS 200: every page, as the scope is 200 rows)
-    THEN the sample counts the 100 windows "gantry" is in. The 31 rows first met in table order,
-    which the path used before, are nearly all of the first threads (and 31 rows cannot say
-    100 of 200).
-    """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
-    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
-    with pool.connection() as conn:  # the table's size known, as autovacuum keeps it
-        conn.execute("ANALYZE loom.conversation_embeddings")
-    window_search._stats.clear()
-    assert len(hits(t, HALF, "lexical")) == 100
-    assert _estimated_df("gantri") == 100
-    window_search._stats.clear()
-
-
-def test_a_large_scope_counts_through_the_index_only_the_words_its_sample_cannot_say(
-    t, corpus, pool, monkeypatch
-):
-    """GIVEN 200 indexed turns, a rare word in the four windows of t07-3 to t07-6, on the
-    large-scope path with a sample of every page (LARGE_SAMPLE_ROWS 200, SPREAD_MIN_SHARE 0:
-    the sample's estimates are the counts)
-    WHEN lexical search asks for the word with RARE_DF 16 (its 4 sampled windows under
-    COUNT_BELOW, half of the line), then with RARE_DF 8 (4 windows: half of the line)
-    THEN with 16 the word is counted through the index, 4 windows and rare; with 8 it is taken
-    as common on the sample's 4, no count read; both answers are the four windows.
-    """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
-    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
-    counts = []
-    df_query = window_search._df_query
-    monkeypatch.setattr(window_search, "_df_query", lambda s: counts.append(s) or df_query(s))
-    with pool.connection() as conn:
-        conn.execute("ANALYZE loom.conversation_embeddings")
-    for rare_df, counted in ((16, True), (8, False)):
-        monkeypatch.setattr(window_search, "RARE_DF", rare_df)
-        counts.clear()
-        window_search._stats.clear()
-        window_search._lexicons.clear()
-        found = hits(t, corpus, "lexical")
-        assert set(ids(found)) == {"t07-3", "t07-4", "t07-5", "t07-6"}
-        ((df, rare, _),) = [v for k, v in window_search._stats.items() if len(k) == 3]
-        assert (bool(counts), df, bool(rare)) == (counted, 4.0, counted)
-    window_search._stats.clear()
-    window_search._lexicons.clear()
-
-
-def test_a_large_scopes_new_words_are_counted_in_one_sample_a_minute(t, corpus, pool, monkeypatch):
+def test_a_large_scopes_new_words_are_counted_in_one_sample_a_minute(t, corpus, pool, tune):
     """GIVEN 200 indexed turns, "plinth" in all and "gantry" in the 100 of threads 0-9, on the
-    large-scope path with a sample of every page (LARGE_SAMPLE_ROWS 200, SPREAD_MIN_SHARE 0)
+    large-scope path (sample_rows 30, rare_df 8; its sample holds all 200 windows)
     WHEN lexical search asks for "gantry", then for "plinth" (a word not yet counted), then
     again once the minute the sample is kept for has passed
     THEN the scope is sampled once for the first two queries, both words counted in it (100
     and 200 windows), and sampled again after the minute.
     """
-    monkeypatch.setattr(window_search, "SAMPLE_ROWS", 30)
-    monkeypatch.setattr(window_search, "RARE_DF", 8)
-    monkeypatch.setattr(window_search, "LARGE_SAMPLE_ROWS", 200)
-    monkeypatch.setattr(window_search, "SPREAD_MIN_SHARE", 0.0)
-    drawn = []
-    lexicon_query = window_search._lexicon_query
-    monkeypatch.setattr(
-        window_search, "_lexicon_query", lambda *a: drawn.append(a) or lexicon_query(*a)
-    )
-    with pool.connection() as conn:
-        conn.execute("ANALYZE loom.conversation_embeddings")
-    window_search._stats.clear()
+    now = [0.0]
+    served = tune(SearchCaches(clock=lambda: now[0]), **LARGE)
     assert len(hits(t, HALF, "lexical")) == 100
     assert len(hits(t, COMMON, "lexical")) == 200
-    assert len(drawn) == 1
-    assert _estimated_df("gantri") == 100 and _estimated_df(COMMON) == 200
+    assert served.search_caches.samples_drawn == 1
+    assert _estimated_df(served, "gantri") == 100 and _estimated_df(served, COMMON) == 200
 
-    for key, (_, sampled, lexicon) in list(window_search._lexicons.items()):
-        window_search._lexicons[key] = (0.0, sampled, lexicon)  # a minute later
-    window_search._stats.clear()
+    now[0] += served.search_tuning.stats_ttl_seconds + 1  # a minute later
     assert len(hits(t, HALF, "lexical")) == 100
-    assert len(drawn) == 2
-    window_search._stats.clear()
+    assert served.search_caches.samples_drawn == 2
 
 
 # ---- the semantic floor --------------------------------------------------------------------
@@ -1285,7 +1221,7 @@ def test_an_erased_users_words_leave_the_windows_of_the_turns_around_them(t, poo
     t.append("th-1", f"my locker code word is {w}", msg_id="ann", user_id="u-ann")
     t.append("th-1", "understood, noted for later", msg_id="a1", role="assistant")
     t.append("th-1", "anything else today", msg_id="a2", role="assistant")
-    assert set(ids(hits(t, w, "lexical"))) == {"a0", "ann", "a1", "a2"}
+    assert set(ids(hits(t, w, "lexical"))) == {"ann", "a1", "a2"}
 
     t.ok("erasure.request", namespace=None, kind="user", user_id="u-ann")
 

@@ -17,8 +17,8 @@ import pytest
 
 from chalicelib.auth import mint_token
 from chalicelib.providers.embedder import FakeEmbedder
-from chalicelib.store import conversation_search as cs
-from chalicelib.store.conversation_search import TurnFilter, ensure_vector_index, vector_search
+from chalicelib.search import store_vectors as cs
+from chalicelib.search.store_vectors import TurnFilter, ensure_vector_index, vector_search
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.sensitivity import guard_fingerprint, reads_as_high
-from chalicelib.store.turn_windows import rewrite_thread_windows
 from chalicelib.workers import guard_sweep
 from tests.integration.test_conversation_search_modes import (
     context_state,
@@ -43,7 +43,7 @@ def _let_in(pool, org, thread_id, msg_id, text):
 
 def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, pool, org):
     """GIVEN a thread P0, old, N0, N1 whose row `old` now holds a password assignment and a
-    unique word, read by the windows around it (as an earlier build indexed it)
+    unique word, read by the windows after it (as an earlier build indexed it)
     WHEN the guard sweep runs
     THEN `old`'s embedding row is tombstoned while its turn stays as written; no live window
     holds the word, lexical search finds nothing by it, N0's context vector is its own
@@ -56,7 +56,7 @@ def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, 
     assert reads_as_high(secret)
     _let_in(pool, org, "th-s", "old", secret)
     assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} == {
-        "P0", "old", "N0", "N1"}  # fmt: skip
+        "old", "N0", "N1"}  # fmt: skip
     assert context_state(pool, org, "th-s")["N0"] == ("old", False)
 
     out = guard_sweep.sweep_indexed_text(deps)

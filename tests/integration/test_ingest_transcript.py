@@ -231,5 +231,5 @@ def test_turns_are_embedded_in_batches(deps, embedder, pool, org):
         set_conversation_logging(conn, org, "ns", True)
     counts = ingest_turns(deps, org=org, namespace="ns", agent="a", thread_id="t", turns=turns)
     assert counts == {"stored": BATCH + 10}
-    # One call a batch: its turns, then each in its context (all but the thread's first turn).
-    assert embedder.batches == [2 * BATCH - 1, 20]
+    # One call a batch, each turn in it once (context vectors are derived from stored ones).
+    assert embedder.batches == [BATCH, 10]

@@ -333,9 +333,17 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
         sent.set()
         return 1.0
 
-    monkeypatch.setattr(
-        conversations_store, "send_vectors", sleeping_after(conversations_store.send_vectors, hold)
-    )
+    under_lease = conversations_store.vectors_under_lease
+
+    def then_sleep(conn, turn, send):  # the vector written, its transaction held on the server
+        def sent():
+            cur = send()
+            conn.execute("SELECT pg_sleep(%s)", (hold(),))
+            return cur
+
+        return under_lease(conn, turn, sent)
+
+    monkeypatch.setattr(conversations_store, "vectors_under_lease", then_sleep)
     results: dict = {}
     caller = local_caller(org)
     appender = run(
@@ -440,7 +448,7 @@ def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
     row and commits
     THEN both finish: the lease holder's write lands and the append is stored.
     """
-    import chalicelib.store.conversation_search as conversation_search
+    import chalicelib.search.store_vectors as conversation_search
 
     open_tenant(api, deps, org)
     monkeypatch.setattr(conversation_search, "_ensured_indexes", set())

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from chalicelib import cli
 from chalicelib.auth import hash_token
 from chalicelib.config import Settings
-from chalicelib.store import conversation_search
+from chalicelib.search import store_vectors as conversation_search
 from chalicelib.store.embedded import (
     SERVER_USER,
     hand_over,

@@ -14,7 +14,7 @@ from chalicelib.auth import Caller
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError
 from chalicelib.ops.session import KEY, _shown, auto_key, stored_key
-from chalicelib.ranking import RRF_K, centred_excerpt, rrf
+from chalicelib.search.ranking import RRF_K, centred_excerpt, rrf
 from chalicelib.sensitivity import KINDS, high_shapes, reads_as_high
 
 FAST = settings(

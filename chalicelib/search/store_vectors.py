@@ -1,9 +1,9 @@
-"""conversation.search reads: vector ranking (exact for small scopes) and the substring fallback."""
+"""The vector leg's SQL: a scope's filter, vector ranking (exact for small scopes), the HNSW
+index a dimension, and the substring fallback."""
 
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +11,8 @@ import numpy as np
 from psycopg import Connection, sql
 from psycopg.rows import dict_row
 
-# A scope up to this many embedded turns is ranked exactly: cheap, and never comes back short.
-EXACT_SCAN_MAX_ROWS = 5000
 _DEFAULT_EF_SEARCH = 100  # set on every pooled connection; raised for a larger top_k
-_ensured_indexes: set[int] = set()
+_ensured_indexes: set[int] = set()  # the database's state, not a tuning: one per process
 
 
 @dataclass(frozen=True)
@@ -94,12 +92,11 @@ def _embedded(dim: int) -> sql.Composable:
     ).format(dim=sql.Literal(dim))
 
 
-_large: dict[tuple[Any, ...], float] = {}  # filters whose scope proved large, until when
-LARGE_SCOPE_TTL_SECONDS = 60.0
-
-# What a hit shows: its row, and the text it was embedded from (the turn's first 2,048
-# characters), which the caller checks with today's guard and cuts to an excerpt.
-_RETURNED = "msg_id, thread_id, namespace, agent, role, user_id, run_id, ts, text"
+def returned(alias: str) -> sql.Composable:
+    """What a hit shows: its row, and the text it was embedded from (the turn's first 2,048
+    characters), which the caller checks with today's guard and cuts to an excerpt."""
+    columns = ("msg_id", "thread_id", "namespace", "agent", "role", "user_id", "run_id", "ts")
+    return sql.SQL(", ").join(sql.Identifier(alias, c) for c in (*columns, "text"))
 
 
 def similarities(alias: str, dim: int, in_context: bool) -> sql.Composable:
@@ -122,12 +119,6 @@ def similarities(alias: str, dim: int, in_context: bool) -> sql.Composable:
     )
 
 
-def known_large(f: TurnFilter, model: str, dim: int) -> bool:
-    """True while this filter's scope is remembered to exceed the exact-scan bound."""
-    until = _large.get((f, model, dim))
-    return until is not None and until > time.monotonic()
-
-
 def bounded_exact_search(
     conn: Connection,
     f: TurnFilter,
@@ -136,25 +127,16 @@ def bounded_exact_search(
     dim: int,
     query_vec: np.ndarray,
     k: int,
+    max_rows: int,
     in_context: bool = False,
 ) -> list[dict[str, Any]] | None:
-    """Rank the scope exactly in one query if it holds at most EXACT_SCAN_MAX_ROWS embedded
-    turns; None (and the scope remembered as large for a minute) when it holds more."""
+    """Rank the scope exactly in one query if it holds at most `max_rows` embedded turns; None
+    when it holds more."""
+    params = {**filter_params(f, "e")[1], "model": model, "q": query_vec, "k": k}
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(
-            _bounded_query(filter_shape(f), dim, in_context),
-            {
-                **filter_params(f, "e")[1],
-                "model": model,
-                "q": query_vec,
-                "k": k,
-                "cap": EXACT_SCAN_MAX_ROWS + 1,
-            },
-        ).fetchall()
-    if rows and rows[0]["scope_rows"] > EXACT_SCAN_MAX_ROWS:
-        if len(_large) > 10_000:
-            _large.clear()
-        _large[(f, model, dim)] = time.monotonic() + LARGE_SCOPE_TTL_SECONDS
+        query = _bounded_query(filter_shape(f), dim, in_context)
+        rows = cur.execute(query, {**params, "cap": max_rows + 1}).fetchall()
+    if rows and rows[0]["scope_rows"] > max_rows:
         return None
     for r in rows:
         del r["scope_rows"]
@@ -186,7 +168,7 @@ def _bounded_query(shape: tuple[str, ...], dim: int, in_context: bool) -> str:
         .format(
             where=scope_where("e", shape),
             embedded=_embedded(dim),
-            returned=sql.SQL(", ").join(sql.SQL("e2.") + sql.SQL(c) for c in _RETURNED.split(", ")),
+            returned=returned("e2"),
             similarities=similarities("e2", dim, in_context),
             distance=distance,
         )
@@ -232,12 +214,11 @@ def _ranking_query(shape: tuple[str, ...], dim: int, exact: bool, in_context: bo
     # characters), so ranking reads one table, as the raw pgvector query does.
     return (
         sql.SQL(
-            "SELECT e.msg_id, e.thread_id, e.namespace, e.agent, e.role, e.user_id, e.run_id, e.ts,"
-            " e.text, {similarities}"
-            " FROM loom.conversation_embeddings e"
+            "SELECT {returned}, {similarities} FROM loom.conversation_embeddings e"
             " WHERE {where} AND {embedded} ORDER BY {order} LIMIT %(k)s"
         )
         .format(
+            returned=returned("e"),
             similarities=similarities("e", dim, in_context),
             where=scope_where("e", shape),
             embedded=_embedded(dim),

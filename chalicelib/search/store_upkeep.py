@@ -1,22 +1,9 @@
-"""The windows of turns search indexes, rewritten where a thread changes.
-
-A window (loom.turn_window) is a turn with its date, the two live embedding rows before it and
-the one after it in its thread; a context vector is the turn read after the row before it.
-Both are written with the row (its window with no turn after it yet). A change at one turn
-alters the windows from the turn before it to the second one after it; the rewrite reads three
-rows further back so every window it writes sees its full neighbourhood, and writes only the
-windows that differ (on an append at the end of a thread: the previous turn's).
-
-A write that moves a live row to another time (a vector taking over another agent's copy that has
-none, a save writing over an expired turn's row) notes first, under the thread's lease, where the
-row stood (`note_moving_rows`): the rewrite of the same transaction starts no later than there,
-so no window keeps the text the row held, and the turn read after it loses a context vector read
-after that text.
-
-A row of a turn the transcript never recorded (`saved_only`: recorded.py) has no window and is
-no neighbour: the windows and context vectors around it read past it, so no transcript search
-matches its words.
-"""
+"""The windows of turns search indexes (a turn with its date and the two live rows before it)
+and their context vectors, rewritten where a thread changes: from three rows before the change
+on, writing only the windows that differ. A write that moves a live row to another time first
+notes where it stood (`note_moving_rows`), so the rewrite starts no later. A row of a turn the
+transcript never recorded (`saved_only`) has no window and is no neighbour. The full account:
+docs/decisions/0013-search-modes.md, "Maintenance"."""
 
 from __future__ import annotations
 
@@ -50,8 +37,7 @@ _REWRITE = (
     "  FROM loom.conversation_embeddings WHERE " + _THREAD + ""
     "  AND (ts, msg_id) >= ((SELECT ts FROM start), (SELECT msg_id FROM start))),"
     " w AS MATERIALIZED (SELECT rid, lag(msg_id) OVER t AS before_id,"
-    "  loom.turn_window(ts, lag(text, 2) OVER t, lag(text, 1) OVER t, text, lead(text, 1) OVER t)"
-    "   AS doc,"
+    "  loom.turn_window(ts, lag(text, 2) OVER t, lag(text, 1) OVER t, text, NULL) AS doc,"
     "  NOT (SELECT found FROM start) OR row_number() OVER t > 2 AS writable"
     "  FROM part WHERE NOT saved_only WINDOW t AS (PARTITION BY model ORDER BY ts, msg_id)"
     # A row the transcript never recorded: no window, no context read after another turn.
@@ -120,7 +106,8 @@ def note_moving_rows(
 
 def rewrite_thread_windows(conn: Connection, org: str, namespace: str, thread_id: str) -> int:
     """Rewrite every live window of a thread (after turns left it); returns rows changed."""
-    return _rewrite(conn, org, namespace, thread_id, None, None, "")
+    params = {"org": org, "ns": namespace, "thread": thread_id, "model": None, "ts": None}
+    return conn.execute(_REWRITE, {**params, "msg_id": ""}).rowcount
 
 
 def rewrite_windows_from(
@@ -133,27 +120,7 @@ def rewrite_windows_from(
     msg_id: str,
 ) -> int:
     """Rewrite the windows a row written at (ts, msg_id) touches, and all later ones."""
-    return _rewrite(conn, org, namespace, thread_id, model, ts, msg_id)
-
-
-def _rewrite(
-    conn: Connection,
-    org: str,
-    namespace: str,
-    thread_id: str,
-    model: str | None,
-    ts: datetime | None,
-    msg_id: str,
-) -> int:
-    params = {
-        "org": org,
-        "ns": namespace,
-        "thread": thread_id,
-        "model": model,
-        "ts": ts,
-        "msg_id": msg_id,
-    }
-    changed = conn.execute(_REWRITE, params).rowcount
-    if ts is not None:  # a note is this rewrite's alone
-        conn.execute("SELECT set_config('" + MOVED_FROM + "', '', true)")
+    params = {"org": org, "ns": namespace, "thread": thread_id, "model": model, "ts": ts}
+    changed = conn.execute(_REWRITE, {**params, "msg_id": msg_id}).rowcount
+    conn.execute("SELECT set_config('" + MOVED_FROM + "', '', true)")  # the note was its alone
     return changed

@@ -1,0 +1,58 @@
+"""The baseline of PostgreSQL's own ranking: plain lexical (ts_rank_cd over each turn's window,
+gathered by any of the query's words) and plain hybrid (the hybrid mode's vector leg fused by
+reciprocal rank, k = 60, with the plain lexical list), as pgvector-python's hybrid example."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.auth import Caller
+from chalicelib.deps import Deps
+from chalicelib.legs import beside
+from chalicelib.search.ranking import rrf
+from chalicelib.search.store_vectors import TurnFilter
+from chalicelib.search.store_windows import plain_window_hits
+from chalicelib.search.turns import vector_leg_rows
+from chalicelib.sensitivity import reads_as_high
+from chalicelib.store.pool import read_connection
+
+PLAIN_MODES = ("plain lexical", "plain hybrid")
+LEG_DEPTH = 20  # each leg's list, as in pgvector-python's example
+
+
+def plain_search(
+    deps: Deps, caller: Caller, namespace: str, query: str, top_k: int, mode: str
+) -> list[str]:
+    """The msg_ids of a plain mode's top_k hits in one namespace, best first (those that read
+    as high left out, as the op leaves them out)."""
+    filt = TurnFilter(org=caller.org, namespaces=(namespace,))
+    model = deps.embedder.name
+
+    def lexical(k: int) -> list[dict[str, Any]]:
+        with read_connection(deps.pool) as conn:
+            return plain_window_hits(conn, filt, model=model, query=query, k=k)
+
+    if mode == "plain lexical":
+        rows = {r["msg_id"]: r for r in lexical(top_k)}
+        ranked = list(rows)
+    else:
+
+        def vector_leg() -> list[dict[str, Any]]:
+            query_vec = deps.embedder.embed_query(query)
+            with read_connection(deps.pool) as conn:
+                depth = max(deps.search_tuning.vector_leg_depth, top_k)
+                return vector_leg_rows(deps, conn, filt, query_vec, depth)
+
+        vectors = beside(vector_leg)
+        words = lexical(max(LEG_DEPTH, top_k))
+        near = vectors.result()
+        rows = {r["msg_id"]: r for r in near} | {r["msg_id"]: r for r in words}
+        fused = rrf([([r["msg_id"] for r in near], 1.0), ([r["msg_id"] for r in words], 1.0)])
+        ranked = [str(m) for m, _ in fused]
+    shown: list[str] = []
+    for m in ranked:
+        if not reads_as_high(rows[m]["text"]):
+            shown.append(m)
+            if len(shown) == top_k:
+                break
+    return shown

@@ -1,0 +1,82 @@
+"""The BM25 leg's large-scope pieces, each switched off in turn: hybrid, lexical and semantic p50
+and p95 over 100,000 LoCoMo-like turns of one namespace (bench/search_modes.py's load), the
+same 200 dev questions interleaved, with fresh caches (cold) then again (warm), and the share
+of questions whose BM25 leg returned nothing. `python -m bench.search_ablations [--quick]`.
+
+It also switched off the count rule (count_below 0), the fallback gathers (relaxed_terms 0)
+and the spread sample (spread_min_share 2), alone and together: none made hybrid's p95 20%
+lower, so they are deleted, and so are their configurations here. The figures and what they
+decided: docs/decisions/0013-search-modes.md."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import statistics
+
+from bench import locomo
+from bench.harness import bench_database, p95, say
+from bench.search_modes import QUERIES, SIZES, _load, _search_time
+from chalicelib.auth import local_caller
+from chalicelib.deps import Deps
+from chalicelib.providers.embedder import FakeEmbedder
+from chalicelib.search.store_vectors import TurnFilter
+from chalicelib.search.tuning import SearchCaches, SearchTuning
+from chalicelib.search.turns import _lexical_rows
+
+MODES = ("hybrid", "lexical", "semantic")
+CONFIGS: dict[str, dict[str, float]] = {
+    "a as is": {},
+    "e no statistics cache": {"stats_ttl_seconds": 0.0},
+    "f no known-large cache": {"large_scope_ttl_seconds": 0.0},
+}
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1e3:6.1f} {p95(samples) * 1e3:6.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    size = "quick" if parser.parse_args().quick else "full"
+    n, org = SIZES[size], "bench-modes"
+    embedder = FakeEmbedder(384)
+    questions = [q.question for conv in locomo.load() for q in conv.questions]
+    questions = questions[: QUERIES[size]]
+    caller = local_caller(org)
+    rows: list[str] = []
+    with bench_database() as db:
+        _load(db, org, n, embedder)
+        for name, values in CONFIGS.items():
+            deps: Deps = db.deps_for(embedder)
+            deps.search_tuning = dataclasses.replace(SearchTuning(), **values)
+            deps.search_caches = SearchCaches()
+            for phase in ("cold", "warm"):
+                say(f"ablations: {name}, {phase}: {len(questions)} questions x {len(MODES)} ...")
+                latency: dict[str, list[float]] = {m: [] for m in MODES}
+                orders = list(itertools.permutations(MODES))
+                for i, q in enumerate(questions):
+                    for mode in orders[i % len(orders)]:
+                        latency[mode].append(_search_time(deps, caller, q, mode))
+                empty = _empty_share(deps, org, questions) if phase == "warm" else None
+                line = f"{name:24} {phase:4} " + " ".join(_ms(latency[m]) for m in MODES)
+                line += f" {empty:6.1%}" if empty is not None else "       -"
+                say(line)
+                rows.append(line)
+    head = f"{'configuration':24} {'pass':4} " + " ".join(f"{m + ' p50 p95':>13}" for m in MODES)
+    print(f"{n:,} turns, {len(questions)} questions, ms\n{head}  BM25 empty")
+    print("\n".join(rows))
+
+
+def _empty_share(deps: Deps, org: str, questions: list[str]) -> float:
+    """The share of questions whose BM25 leg (read as the lexical mode reads it) found nothing."""
+    filt = TurnFilter(org=org, namespaces=("big",))
+    depth = max(deps.search_tuning.bm25_leg_depth, 10)
+    empty = sum(not _lexical_rows(deps, filt, q, depth) for q in questions)
+    return empty / len(questions)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""The lexical leg's plan: BM25 statistics of the caller's scope (never another tenant's).
+
+A scope of up to `sample_rows` windows is read whole: exact statistics. A larger one (counted
+once a TTL) estimates each term's document frequency from a sample of its first windows
+(drawn once a TTL). Documents are gathered through the rare terms; common terms add their
+weight to those documents only. Why: docs/decisions/0013-search-modes.md."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from psycopg import Connection
+
+from chalicelib.search.store_vectors import TurnFilter, filter_params, filter_shape
+from chalicelib.search.store_windows import (
+    Bm25Read,
+    query_lexemes,
+    sample_lexicon,
+    sample_terms,
+    scope_size,
+)
+from chalicelib.search.tuning import SearchCaches, SearchTuning
+
+Counted = dict[str, tuple[float, bool]]  # term -> (document frequency, rare)
+
+
+def plan_window_search(
+    conn: Connection,
+    f: TurnFilter,
+    *,
+    model: str,
+    query: str,
+    k: int,
+    tuning: SearchTuning,
+    caches: SearchCaches,
+) -> Bm25Read | None:
+    """The query's lexemes and their statistics in the caller's scope (counted or recalled),
+    and the windows to gather; None when no window can match."""
+    shape = filter_shape(f)
+    _, params = filter_params(f, "e")
+    params.update(model=model, query=query, max_terms=tuning.max_terms)
+    terms = query_lexemes(conn, params)
+    if not terms:
+        return None  # no searchable word in the query
+    key = (f, model)
+    large = caches.fresh(caches.stats, key)
+    if large is None:
+        params.update(terms=terms, cap=tuning.sample_rows + 1)
+        n, avgdl, hits = sample_terms(conn, shape, params)
+    if large is None and n <= tuning.sample_rows:  # the whole scope: exact statistics
+        df = hits
+        gather, op = [t for t, h in hits.items() if h > 0], "|"
+        budget = tuning.sample_rows + 1  # every window holding a term
+    else:
+        if large is None:
+            large = scope_size(conn, shape, params)
+            _keep(caches, tuning, {key: large})
+        n, avgdl = large
+        known: Counted = {
+            t: v for t in terms if (v := caches.fresh(caches.stats, (*key, t))) is not None
+        }
+        unknown = [t for t in terms if t not in known]
+        if unknown:
+            sampled, lexicon = _lexicon(conn, shape, params, key, tuning, caches)
+            counted = _frequencies({t: lexicon.get(t, 0) for t in unknown}, n, sampled, tuning)
+            _keep(caches, tuning, {(*key, t): v for t, v in counted.items()})
+            known.update(counted)
+        df = {t: known[t][0] for t in terms}
+        gather, op = _gather([t for t in terms if known[t][1]], df, tuning.candidates_max)
+        # Windows holding every common term are many and rank alike: a sample of them.
+        budget = tuning.candidates_max if op == "|" else tuning.candidates_max // 3
+    if not gather or n == 0:
+        return None
+    params.update(
+        terms=list(df),
+        lexemes=[_tsquery([t], "|") for t in df],
+        idf=[math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df.values()],
+        gather=_tsquery(gather, op),
+        avgdl=max(avgdl, 1.0),
+        k=k,
+        cand=budget,
+        k1=tuning.bm25_k1,
+        b=tuning.bm25_b,
+    )
+    return Bm25Read(shape, params)
+
+
+def _lexicon(
+    conn: Connection,
+    shape: tuple[str, ...],
+    params: dict[str, Any],
+    key: Any,
+    tuning: SearchTuning,
+    caches: SearchCaches,
+) -> tuple[float, dict[str, int]]:
+    """A large scope's sample, drawn once a TTL: every query meeting new terms in that time
+    counts them in the same rows."""
+    drawn = caches.fresh(caches.lexicons, key)
+    if drawn is None:
+        drawn = sample_lexicon(conn, shape, {**params, "cap": tuning.large_sample_rows})
+        caches.samples_drawn += 1
+        ttl, bound = tuning.stats_ttl_seconds, tuning.lexicons_max
+        caches.keep(caches.lexicons, {key: drawn}, ttl, bound)
+    return drawn
+
+
+def _frequencies(hits: dict[str, int], n: float, sampled: float, tuning: SearchTuning) -> Counted:
+    """Each term's document frequency in a scope of n windows, each of the `sampled` rows
+    standing for n / sampled, and whether it is rare (held by some sampled window, and by
+    fewer than the rare line)."""
+    per_row = n / max(sampled, 1.0)
+    t = tuning
+    rare_df = min(t.rare_df, max(t.rare_df_min, int(n * t.rare_share)))
+    return {w: (h * per_row, 0 < h * per_row < rare_df) for w, h in hits.items()}
+
+
+def _keep(caches: SearchCaches, tuning: SearchTuning, entries: dict[Any, Any]) -> None:
+    caches.keep(caches.stats, entries, tuning.stats_ttl_seconds, tuning.stats_max)
+
+
+def _tsquery(terms: list[str], op: str) -> str:
+    return f" {op} ".join("'" + t.replace("'", "''") + "'" for t in terms)
+
+
+def _gather(rare: list[str], df: dict[str, float], budget: float) -> tuple[list[str], str]:
+    """The rarest terms while their windows fit the candidate budget, any of them; with no rare
+    term, every term at once (but those no window holds: they would make it match nothing)."""
+    if not rare:
+        return [t for t, n in df.items() if n > 0], "&"
+    rare = sorted(rare, key=lambda t: df[t])
+    gather, total = rare[:1], df[rare[0]]
+    for t in rare[1:]:
+        total += df[t]
+        if total > budget:
+            break
+        gather.append(t)
+    return gather, "|"

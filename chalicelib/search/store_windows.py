@@ -1,0 +1,225 @@
+"""The lexical leg's SQL: a query's lexemes, a scope's statistics (counted or sampled), the
+BM25 read over the windows, and PostgreSQL's own ranking (ts_rank_cd)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from psycopg import Connection, sql
+from psycopg.rows import dict_row
+
+from chalicelib.search.store_vectors import (
+    TurnFilter,
+    filter_params,
+    filter_shape,
+    returned,
+    scope_where,
+    similarities,
+)
+
+# A row of a turn the transcript never recorded has no window; the mark is read too.
+_INDEXED = sql.SQL(
+    "e.model = %(model)s AND e.tombstoned_at IS NULL AND e.window_tsv IS NOT NULL"
+    " AND NOT e.saved_only"
+)
+
+# The query's lexemes as the windows were parsed; one with a backslash is no tsquery literal.
+_LEXEMES = (
+    "SELECT DISTINCT term FROM"
+    " unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) AS term"
+    " WHERE position(E'\\\\' in term) = 0 ORDER BY term LIMIT %(max_terms)s"
+)
+
+
+def query_lexemes(conn: Connection, params: dict[str, Any]) -> list[str]:
+    return [r[0] for r in conn.execute(_LEXEMES, params).fetchall()]
+
+
+def _scoped(template: str, shape: tuple[str, ...], **parts: sql.Composable) -> str:
+    where = scope_where("e", shape)
+    return sql.SQL(template).format(where=where, indexed=_INDEXED, **parts).as_string()
+
+
+@functools.cache
+def _sample_query(shape: tuple[str, ...]) -> str:
+    # How many of the windows first met (up to the cap) hold each term; their number, mean length.
+    return _scoped(
+        "WITH sample AS MATERIALIZED (SELECT e.window_tsv, e.window_len"
+        "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed} LIMIT %(cap)s)"
+        " SELECT q.term, (SELECT count(*) FROM sample s"
+        "  WHERE s.window_tsv @@ quote_literal(q.term)::tsquery) AS hits,"
+        " (SELECT count(*) FROM sample) AS n,"
+        " (SELECT coalesce(avg(window_len), 0) FROM sample) AS avgdl"
+        " FROM unnest(%(terms)s::text[]) AS q(term)",
+        shape,
+    )
+
+
+def sample_terms(
+    conn: Connection, shape: tuple[str, ...], params: dict[str, Any]
+) -> tuple[float, float, dict[str, float]]:
+    """The windows first met (up to `cap`): their number, mean length and each term's hits."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(_sample_query(shape), params).fetchall()
+    hits = {r["term"]: float(r["hits"]) for r in rows}
+    return float(rows[0]["n"]), float(rows[0]["avgdl"]), hits
+
+
+@functools.cache
+def _lexicon_query(shape: tuple[str, ...]) -> str:
+    # A sample's size (the NULL term), then how many of its windows hold each lexeme.
+    return _scoped(
+        "WITH sample AS MATERIALIZED (SELECT e.window_tsv"
+        "  FROM loom.conversation_embeddings e WHERE {where} AND {indexed} LIMIT %(cap)s)"
+        " SELECT NULL::text AS term, count(*) AS hits FROM sample"
+        " UNION ALL SELECT u.term, count(*) FROM sample s"
+        "  CROSS JOIN LATERAL unnest(tsvector_to_array(s.window_tsv)) AS u(term)"
+        "  GROUP BY u.term",
+        shape,
+    )
+
+
+def sample_lexicon(
+    conn: Connection, shape: tuple[str, ...], params: dict[str, Any]
+) -> tuple[float, dict[str, int]]:
+    """A scope's sample (the first `cap` rows met): rows read, and how many of them hold each
+    lexeme."""
+    lexicon: dict[str | None, int] = dict(conn.execute(_lexicon_query(shape), params).fetchall())
+    return float(lexicon.pop(None)), {t: int(h) for t, h in lexicon.items() if t is not None}
+
+
+@functools.cache
+def _scope_query(shape: tuple[str, ...]) -> str:
+    return _scoped(
+        "SELECT count(*), coalesce(avg(e.window_len), 0)"
+        " FROM loom.conversation_embeddings e WHERE {where} AND {indexed}",
+        shape,
+    )
+
+
+def scope_size(
+    conn: Connection, shape: tuple[str, ...], params: dict[str, Any]
+) -> tuple[float, float]:
+    """A scope's windows and their mean length."""
+    row = conn.execute(_scope_query(shape), params).fetchone()
+    assert row is not None
+    return float(row[0]), float(row[1])
+
+
+# ts_rank of a one-lexeme query over a window whose positions all weigh 1 is H / ZETA2 with
+# H = sum(1 / j^2 for j in 1..tf), so floor(1 / (ZETA2 - H)) is tf: a term frequency read in C.
+_RANK_ZETA2 = "1.64493406685"
+
+
+@functools.cache
+def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None, befores: bool) -> str:
+    # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
+    vectors = sql.SQL(", {}").format(similarities("e2", dim, True)) if dim else sql.SQL("")
+    # Each term's idf * (k1 + 1) * tf / (tf + norm), (k1 + 1) taken out of the sum.
+    bm25 = sql.SQL(" + ").join(
+        sql.SQL(
+            "(%(idf)s::float8[])[{i}] * (1 - c.norm / (c.norm + floor(1 / ({zeta2}"
+            " * (1 - ts_rank('{{1,1,1,1}}', c.mine, (%(lexemes)s::tsquery[])[{i}], 0))))))"
+        ).format(i=sql.Literal(i), zeta2=sql.SQL(_RANK_ZETA2))
+        for i in range(1, n_terms + 1)
+    )
+    # The candidates: windows matching the gather query, each read (and decompressed) once,
+    # filtered to the query's lexemes, with its length norm.
+    cand = sql.SQL(
+        "SELECT e.ctid AS rid, e.msg_id,"
+        " ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
+        " %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * e.window_len / %(avgdl)s)"
+        " AS norm FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
+        " AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s"
+    ).format(where=scope_where("e", shape), indexed=_INDEXED)
+
+    def hit(terms: str, before: str) -> sql.Composable:
+        return sql.SQL("SELECT {}, sc.score, {} AS terms, {} AS before{}").format(
+            returned("e2"), sql.SQL(terms), sql.SQL(before), vectors
+        )
+
+    # Each hit followed by the live turn before it in its thread, within the caller's scope:
+    # the turn a hit answers is often the one before it.
+    befores_part = sql.SQL(
+        " UNION ALL {hit} FROM scored sc JOIN loom.conversation_embeddings h ON h.ctid = sc.rid"
+        " CROSS JOIN LATERAL (SELECT p.ctid AS rid FROM loom.conversation_embeddings p"
+        "  WHERE p.org = h.org AND p.namespace = h.namespace AND p.thread_id = h.thread_id"
+        "  AND p.model = h.model AND p.tombstoned_at IS NULL AND NOT p.saved_only"
+        "  AND (p.ts, p.msg_id) < (h.ts, h.msg_id) ORDER BY p.ts DESC, p.msg_id DESC LIMIT 1) b"
+        " JOIN loom.conversation_embeddings e2 ON e2.ctid = b.rid WHERE {where}"
+    ).format(
+        hit=hit("'{}'::text[]", "true"),
+        where=scope_where("e2", shape),
+    )
+    return (
+        sql.SQL(
+            "WITH cand AS MATERIALIZED ({cand}),"
+            " scored AS (SELECT c.rid, c.msg_id, c.mine, (%(k1)s::float8 + 1) * ({bm25}) AS score"
+            "  FROM cand c ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
+            " {hit} FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
+            "{befores} ORDER BY score DESC, before, msg_id"
+        )
+        .format(
+            cand=cand,
+            bm25=bm25,
+            hit=hit("tsvector_to_array(sc.mine)", "false"),
+            befores=befores_part if befores else sql.SQL(""),
+        )
+        .as_string()
+    )
+
+
+@dataclass(frozen=True)
+class Bm25Read:
+    """A BM25 read with the query's lexemes and statistics known: its shape and parameters."""
+
+    shape: tuple[str, ...]
+    params: dict[str, Any]
+
+
+def read_window_hits(
+    conn: Connection,
+    planned: Bm25Read,
+    query_vec: np.ndarray | None = None,
+    *,
+    befores: bool = False,
+) -> list[dict[str, Any]]:
+    """The hits of a planned BM25 read, best first, each with its first 2,048 characters
+    (`text`), its score and the query lexemes its window holds; with a query vector, also the
+    similarities of its two vectors to it (`similarity`, `in_context`). With `befores`, each
+    hit is followed by the turn before it (`before` true, no lexemes)."""
+    params = planned.params if query_vec is None else {**planned.params, "q": query_vec}
+    dim = None if query_vec is None else len(query_vec)
+    query = _score_query(planned.shape, len(params["terms"]), dim, befores)
+    # Read in binary: each hit's lexemes (an array) and time load without parsing text.
+    with conn.cursor(row_factory=dict_row, binary=True) as cur:
+        return cur.execute(query, params).fetchall()
+
+
+@functools.cache
+def _plain_query(shape: tuple[str, ...]) -> str:
+    # The OR of the query's lexemes, gathered through the GIN index, top k by ts_rank_cd.
+    return _scoped(
+        "SELECT {returned}, ts_rank_cd(e.window_tsv, q.query) AS score"
+        " FROM (SELECT string_agg(quote_literal(t), ' | ')::tsquery AS query"
+        "  FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) t"
+        "  WHERE position(E'\\\\' in t) = 0) q, loom.conversation_embeddings e"
+        " WHERE {where} AND {indexed} AND e.window_tsv @@ q.query"
+        " ORDER BY score DESC, e.msg_id LIMIT %(k)s",
+        shape,
+        returned=returned("e"),
+    )
+
+
+def plain_window_hits(
+    conn: Connection, f: TurnFilter, *, model: str, query: str, k: int
+) -> list[dict[str, Any]]:
+    """PostgreSQL's own ranking: the top k windows holding any of the query's words, by
+    ts_rank_cd, best first (the bench's baseline for BM25)."""
+    _, params = filter_params(f, "e")
+    params.update(model=model, query=query, k=k)
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(_plain_query(filter_shape(f)), params).fetchall()

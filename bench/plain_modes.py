@@ -6,18 +6,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import Connection, sql
+from psycopg.rows import dict_row
+
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
 from chalicelib.legs import beside
 from chalicelib.search.ranking import rrf
-from chalicelib.search.store_vectors import TurnFilter
-from chalicelib.search.store_windows import plain_window_hits
+from chalicelib.search.store_vectors import TurnFilter, filter_params, returned
 from chalicelib.search.turns import vector_leg_rows
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.store.pool import read_connection
 
 PLAIN_MODES = ("plain lexical", "plain hybrid")
 LEG_DEPTH = 20  # each leg's list, as in pgvector-python's example
+
+# The OR of the query's lexemes, gathered through the GIN index, top k by ts_rank_cd, over the
+# windows the BM25 leg reads.
+_PLAIN = (
+    "SELECT {returned}, ts_rank_cd(e.window_tsv, q.query) AS score"
+    " FROM (SELECT string_agg(quote_literal(t), ' | ')::tsquery AS query"
+    "  FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) t"
+    "  WHERE position(E'\\\\' in t) = 0) q, loom.conversation_embeddings e"
+    " WHERE {where} AND e.model = %(model)s AND e.tombstoned_at IS NULL"
+    " AND e.window_tsv IS NOT NULL AND NOT e.saved_only AND e.window_tsv @@ q.query"
+    " ORDER BY score DESC, e.msg_id LIMIT %(k)s"
+)
+
+
+def plain_window_hits(
+    conn: Connection, f: TurnFilter, *, model: str, query: str, k: int
+) -> list[dict[str, Any]]:
+    """The top k windows holding any of the query's words, by ts_rank_cd, best first."""
+    where, params = filter_params(f, "e")
+    params.update(model=model, query=query, k=k)
+    query_sql = sql.SQL(_PLAIN).format(returned=returned("e"), where=where)
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query_sql, params).fetchall()
 
 
 def plain_search(

@@ -28,6 +28,7 @@ from chalicelib.search.turns import _lexical_rows
 MODES = ("hybrid", "lexical", "semantic")
 CONFIGS: dict[str, dict[str, float]] = {
     "a as is": {},
+    "b no fallback gather": {"fallback_candidates": 0},
     "e no statistics cache": {"stats_ttl_seconds": 0.0},
     "f no known-large cache": {"large_scope_ttl_seconds": 0.0},
 }
@@ -43,8 +44,11 @@ def main() -> None:
     size = "quick" if parser.parse_args().quick else "full"
     n, org = SIZES[size], "bench-modes"
     embedder = FakeEmbedder(384)
-    questions = [q.question for conv in locomo.load() for q in conv.questions]
-    questions = questions[: QUERIES[size]]
+    convs = locomo.load()
+    asked = [q for conv in convs for q in conv.questions][: QUERIES[size]]
+    questions = [q.question for q in asked]
+    # Row i of the load holds turn i % len(turns) of the dev conversations, in order.
+    turns = [(t.conv_id, t.dia_id) for conv in convs for t in conv.turns]
     caller = local_caller(org)
     rows: list[str] = []
     with bench_database() as db:
@@ -60,22 +64,31 @@ def main() -> None:
                 for i, q in enumerate(questions):
                     for mode in orders[i % len(orders)]:
                         latency[mode].append(_search_time(deps, caller, q, mode))
-                empty = _empty_share(deps, org, questions) if phase == "warm" else None
                 line = f"{name:24} {phase:4} " + " ".join(_ms(latency[m]) for m in MODES)
-                line += f" {empty:6.1%}" if empty is not None else "       -"
+                if phase == "warm":
+                    empty, found = _lexical_quality(deps, org, asked, turns)
+                    line += f" {empty:6.1%} {found:6.3f}"
                 say(line)
                 rows.append(line)
     head = f"{'configuration':24} {'pass':4} " + " ".join(f"{m + ' p50 p95':>13}" for m in MODES)
-    print(f"{n:,} turns, {len(questions)} questions, ms\n{head}  BM25 empty")
+    print(f"{n:,} turns, {len(questions)} questions, ms\n{head}  BM25 empty, R@10 of copies")
     print("\n".join(rows))
 
 
-def _empty_share(deps: Deps, org: str, questions: list[str]) -> float:
-    """The share of questions whose BM25 leg (read as the lexical mode reads it) found nothing."""
+def _lexical_quality(
+    deps: Deps, org: str, asked: list[locomo.Question], turns: list[tuple[str, str]]
+) -> tuple[float, float]:
+    """The share of questions whose BM25 leg (read as the lexical mode reads it) found nothing,
+    and the share whose top 10 holds a copy of an evidence turn."""
     filt = TurnFilter(org=org, namespaces=("big",))
     depth = max(deps.search_tuning.bm25_leg_depth, 10)
-    empty = sum(not _lexical_rows(deps, filt, q, depth) for q in questions)
-    return empty / len(questions)
+    empty = found = 0
+    for q in asked:
+        rows = _lexical_rows(deps, filt, q.question, depth)[:10]
+        empty += not rows
+        copies = {turns[int(r["msg_id"][1:]) % len(turns)] for r in rows}
+        found += any((q.conv_id, e) in copies for e in q.evidence)
+    return empty / len(asked), found / len(asked)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,11 @@ def plan_window_search(
             known.update(counted)
         df = {t: known[t][0] for t in terms}
         gather, op = _gather([t for t in terms if known[t][1]], df, tuning.candidates_max)
+        if op == "&" and len(gather) > 1 and tuning.fallback_candidates:
+            # No window may hold every common term: then some of those holding any of the
+            # rarest few.
+            rarest = sorted(gather, key=lambda t: df[t])[: tuning.fallback_terms]
+            params.update(fallback=_tsquery(rarest, "|"), fallback_cand=tuning.fallback_candidates)
         # Windows holding every common term are many and rank alike: a sample of them.
         budget = tuning.candidates_max if op == "|" else tuning.candidates_max // 3
     if not gather or n == 0:

@@ -1,5 +1,5 @@
-"""The lexical leg's SQL: a query's lexemes, a scope's statistics (counted or sampled), the
-BM25 read over the windows, and PostgreSQL's own ranking (ts_rank_cd)."""
+"""The lexical leg's SQL: a query's lexemes, a scope's statistics (counted or sampled) and the
+BM25 read over the windows."""
 
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from psycopg import Connection, sql
 from psycopg.rows import dict_row
 
 from chalicelib.search.store_vectors import (
-    TurnFilter,
-    filter_params,
-    filter_shape,
     returned,
     scope_where,
     similarities,
@@ -115,7 +112,9 @@ _RANK_ZETA2 = "1.64493406685"
 
 
 @functools.cache
-def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None, befores: bool) -> str:
+def _score_query(
+    shape: tuple[str, ...], n_terms: int, dim: int | None, befores: bool, fallback: bool
+) -> str:
     # With a query vector of `dim`, each hit also carries both of its vectors' similarities.
     vectors = sql.SQL(", {}").format(similarities("e2", dim, True)) if dim else sql.SQL("")
     # Each term's idf * (k1 + 1) * tf / (tf + norm), (k1 + 1) taken out of the sum.
@@ -126,15 +125,38 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None, befores:
         ).format(i=sql.Literal(i), zeta2=sql.SQL(_RANK_ZETA2))
         for i in range(1, n_terms + 1)
     )
-    # The candidates: windows matching the gather query, each read (and decompressed) once,
-    # filtered to the query's lexemes, with its length norm.
-    cand = sql.SQL(
-        "SELECT e.ctid AS rid, e.msg_id,"
-        " ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
-        " %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * e.window_len / %(avgdl)s)"
-        " AS norm FROM loom.conversation_embeddings e WHERE {where} AND {indexed}"
-        " AND e.window_tsv @@ %(gather)s::tsquery LIMIT %(cand)s"
-    ).format(where=scope_where("e", shape), indexed=_INDEXED)
+
+    # The candidates: windows matching the gather query (else, when none does, the fallback),
+    # each read (and decompressed) once, filtered to the query's lexemes, with its length norm.
+    def gathered(name: str, gather: str, budget: str, unless: str) -> sql.Composable:
+        return sql.SQL(
+            "{name} AS MATERIALIZED (SELECT e.ctid AS rid, e.msg_id,"
+            " ts_filter(setweight(e.window_tsv, 'A', %(terms)s::text[]), '{{a}}') AS mine,"
+            " %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * e.window_len / %(avgdl)s)"
+            " AS norm FROM loom.conversation_embeddings e WHERE {unless}{where} AND {indexed}"
+            " AND e.window_tsv @@ {gather}::tsquery LIMIT {budget})"
+        ).format(
+            name=sql.SQL(name),
+            unless=sql.SQL(unless),
+            where=scope_where("e", shape),
+            indexed=_INDEXED,
+            gather=sql.SQL(gather),
+            budget=sql.SQL(budget),
+        )
+
+    cand = gathered("cand", "%(gather)s", "%(cand)s", "")
+    if fallback:
+        cand = sql.SQL(
+            "{}, {}, cand AS (SELECT * FROM first UNION ALL SELECT * FROM second)"
+        ).format(
+            gathered("first", "%(gather)s", "%(cand)s", ""),
+            gathered(
+                "second",
+                "%(fallback)s",
+                "%(fallback_cand)s",
+                "NOT EXISTS (SELECT 1 FROM first) AND ",
+            ),
+        )
 
     def hit(terms: str, before: str) -> sql.Composable:
         return sql.SQL("SELECT {}, sc.score, {} AS terms, {} AS before{}").format(
@@ -156,7 +178,7 @@ def _score_query(shape: tuple[str, ...], n_terms: int, dim: int | None, befores:
     )
     return (
         sql.SQL(
-            "WITH cand AS MATERIALIZED ({cand}),"
+            "WITH {cand},"
             " scored AS (SELECT c.rid, c.msg_id, c.mine, (%(k1)s::float8 + 1) * ({bm25}) AS score"
             "  FROM cand c ORDER BY score DESC, c.msg_id LIMIT %(k)s)"
             " {hit} FROM scored sc JOIN loom.conversation_embeddings e2 ON e2.ctid = sc.rid"
@@ -193,33 +215,8 @@ def read_window_hits(
     hit is followed by the turn before it (`before` true, no lexemes)."""
     params = planned.params if query_vec is None else {**planned.params, "q": query_vec}
     dim = None if query_vec is None else len(query_vec)
-    query = _score_query(planned.shape, len(params["terms"]), dim, befores)
+    fallback = params.get("fallback") is not None
+    query = _score_query(planned.shape, len(params["terms"]), dim, befores, fallback)
     # Read in binary: each hit's lexemes (an array) and time load without parsing text.
     with conn.cursor(row_factory=dict_row, binary=True) as cur:
         return cur.execute(query, params).fetchall()
-
-
-@functools.cache
-def _plain_query(shape: tuple[str, ...]) -> str:
-    # The OR of the query's lexemes, gathered through the GIN index, top k by ts_rank_cd.
-    return _scoped(
-        "SELECT {returned}, ts_rank_cd(e.window_tsv, q.query) AS score"
-        " FROM (SELECT string_agg(quote_literal(t), ' | ')::tsquery AS query"
-        "  FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query)s))) t"
-        "  WHERE position(E'\\\\' in t) = 0) q, loom.conversation_embeddings e"
-        " WHERE {where} AND {indexed} AND e.window_tsv @@ q.query"
-        " ORDER BY score DESC, e.msg_id LIMIT %(k)s",
-        shape,
-        returned=returned("e"),
-    )
-
-
-def plain_window_hits(
-    conn: Connection, f: TurnFilter, *, model: str, query: str, k: int
-) -> list[dict[str, Any]]:
-    """PostgreSQL's own ranking: the top k windows holding any of the query's words, by
-    ts_rank_cd, best first (the bench's baseline for BM25)."""
-    _, params = filter_params(f, "e")
-    params.update(model=model, query=query, k=k)
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(_plain_query(filter_shape(f)), params).fetchall()

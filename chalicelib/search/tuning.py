@@ -28,6 +28,10 @@ class SearchTuning:
     rare_df_min: int = 100
     rare_share: float = 0.005
     candidates_max: int = 1500  # windows a BM25 read ranks
+    # A query of common terms alone that no window holds whole ranks this many windows holding
+    # any of its fallback_terms rarest (0: none).
+    fallback_candidates: int = 150
+    fallback_terms: int = 3
     stats_ttl_seconds: float = 60.0
     lexicons_max: int = 16  # large scopes' samples kept
     stats_max: int = 50_000  # statistics kept before they are emptied

@@ -979,18 +979,18 @@ def _fused(legs: list[tuple[list[str], float]]) -> list[tuple[str, float]]:
 
 
 def _hybrid(pool, org: str, query: str, lexical: list[str], weight: float):
-    """The hybrid ranking as decision 0013 states it: the VECTOR_LEG_DEPTH turns nearest the
-    blend of both vectors, with the BM25 hits (none at weight 0), ranked by each vector (weight 0.5
-    each) and fused with BM25's ranking (the weight) by reciprocal rank; [(msg_id, score)]
-    best first."""
+    """The hybrid ranking as decision 0013 states it: the VECTOR_LEG_DEPTH turns nearest by their
+    own vector, with the BM25 hits (none at weight 0), ranked by each vector (weight 0.5 each)
+    and fused with BM25's ranking (the weight) by reciprocal rank; [(msg_id, score)] best
+    first."""
     q = FakeEmbedder().embed_query(query)
     vectors = _vectors(pool, org)
 
     def cos(v: np.ndarray) -> float:
         return float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))
 
-    blend = _ranked({m: cos(v + c) for m, (v, c) in vectors.items()})[:VECTOR_LEG_DEPTH]
-    found = set(blend) | (set(lexical) if weight else set())  # weight 0: no BM25 read
+    near = _ranked({m: cos(v) for m, (v, _) in vectors.items()})[:VECTOR_LEG_DEPTH]
+    found = set(near) | (set(lexical) if weight else set())  # weight 0: no BM25 read
     own = _ranked({m: cos(vectors[m][0]) for m in found})
     in_context = _ranked({m: cos(vectors[m][1]) for m in found})
     return _fused([(own, 0.5), (in_context, 0.5), (lexical, weight)])
@@ -1048,8 +1048,8 @@ def test_a_turn_bm25_finds_beyond_the_vector_legs_depth_is_ranked_by_both_its_ve
     query = f"{w} the the"
     vectors = _vectors(pool, org)
     q = FakeEmbedder().embed_query(query)
-    blend = {m: float((v + c) @ q / np.linalg.norm(v + c)) for m, (v, c) in vectors.items()}
-    assert "rare" not in _ranked(blend)[:VECTOR_LEG_DEPTH]  # beyond the vector leg's depth
+    own = {m: float(v @ q / np.linalg.norm(v)) for m, (v, _) in vectors.items()}
+    assert "rare" not in _ranked(own)[:VECTOR_LEG_DEPTH]  # beyond the vector leg's depth
 
     lexical = ids(hits(t, query, "lexical"))
     assert lexical == ["rare"]
@@ -1140,6 +1140,26 @@ def test_a_word_no_window_holds_leaves_the_common_words_answer_alone(t, corpus, 
     found = hits(t, f"{COMMON} {HALF} {word()}", "lexical")
     assert len(found) == 100
     assert {h["thread_id"] for h in found} == {f"t{n:02d}" for n in range(10)}
+
+
+def test_common_words_no_window_holds_together_fall_back_to_windows_holding_either(t, corpus, tune):
+    """GIVEN 200 indexed turns whose flavour words follow one another in each thread, so no
+    window (a turn and the two before it) names both "amber" and "teal"
+    WHEN lexical search asks for both on the large-scope path, then with no fallback gather
+    THEN the answer is windows naming one of them, best first; without the fallback, nothing.
+    """
+    tune(**LARGE)
+    found = hits(t, "amber teal", "lexical", top_k=20)
+    assert len(found) == 20
+
+    def window_flavours(h: dict) -> set[str]:
+        th, i = int(h["thread_id"][1:]), int(h["msg_id"].split("-")[1])
+        return {FLAVOURS[(th + j) % 8] for j in range(max(i - 2, 0), i + 1)}
+
+    assert all(window_flavours(h) & {"amber", "teal"} for h in found)
+    assert all(not {"amber", "teal"} <= window_flavours(h) for h in found)
+    tune(fallback_candidates=0, **LARGE)
+    assert hits(t, "amber teal", "lexical", top_k=20) == []
 
 
 def test_the_large_scope_path_ranks_common_words_as_the_exact_path_does(t, corpus, tune):

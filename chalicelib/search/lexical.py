@@ -15,6 +15,7 @@ from psycopg import Connection
 from chalicelib.search.store_vectors import TurnFilter, filter_params, filter_shape
 from chalicelib.search.store_windows import (
     Bm25Read,
+    count_windows,
     query_lexemes,
     sample_lexicon,
     sample_terms,
@@ -64,6 +65,13 @@ def plan_window_search(
         if unknown:
             sampled, lexicon = _lexicon(conn, shape, params, key, tuning, caches)
             counted = _frequencies({t: lexicon.get(t, 0) for t in unknown}, n, sampled, tuning)
+            # A word the sample never met may still be in a few windows: the rarest words are
+            # the ones a query is most about, so they are counted through the index.
+            unseen = [t for t in unknown if not lexicon.get(t)]
+            if unseen:
+                line = _rare_line(n, tuning)
+                for t, d in count_windows(conn, shape, params, unseen, line).items():
+                    counted[t] = (d, 0 < d < line)
             _keep(caches, tuning, {(*key, t): v for t, v in counted.items()})
             known.update(counted)
         df = {t: known[t][0] for t in terms}
@@ -114,10 +122,13 @@ def _frequencies(hits: dict[str, int], n: float, sampled: float, tuning: SearchT
     """Each term's document frequency in a scope of n windows, each of the `sampled` rows
     standing for n / sampled, and whether it is rare (held by some sampled window, and by
     fewer than the rare line)."""
-    per_row = n / max(sampled, 1.0)
-    t = tuning
-    rare_df = min(t.rare_df, max(t.rare_df_min, int(n * t.rare_share)))
-    return {w: (h * per_row, 0 < h * per_row < rare_df) for w, h in hits.items()}
+    per_row, line = n / max(sampled, 1.0), _rare_line(n, tuning)
+    return {w: (h * per_row, 0 < h * per_row < line) for w, h in hits.items()}
+
+
+def _rare_line(n: float, t: SearchTuning) -> int:
+    """Under this many windows a term is rare in a scope of n."""
+    return min(t.rare_df, max(t.rare_df_min, int(n * t.rare_share)))
 
 
 def _keep(caches: SearchCaches, tuning: SearchTuning, entries: dict[Any, Any]) -> None:

@@ -89,6 +89,26 @@ def sample_lexicon(
 
 
 @functools.cache
+def _count_query(shape: tuple[str, ...]) -> str:
+    return _scoped(
+        "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM loom.conversation_embeddings e"
+        "  WHERE {where} AND {indexed} AND e.window_tsv @@ quote_literal(t.term)::tsquery"
+        "  LIMIT %(line)s) x) FROM unnest(%(unseen)s::text[]) AS t(term)",
+        shape,
+    )
+
+
+def count_windows(
+    conn: Connection, shape: tuple[str, ...], params: dict[str, Any], terms: list[str], line: int
+) -> dict[str, float]:
+    """How many of a scope's windows hold each term, counted through the GIN index up to
+    `line` (a count reaching it stopped there)."""
+    query = _count_query(shape)
+    rows = conn.execute(query, {**params, "unseen": terms, "line": line}).fetchall()
+    return {t: float(c) for t, c in rows}
+
+
+@functools.cache
 def _scope_query(shape: tuple[str, ...]) -> str:
     return _scoped(
         "SELECT count(*), coalesce(avg(e.window_len), 0)"

@@ -1116,6 +1116,20 @@ def test_the_large_scope_path_ranks_a_rare_word_as_the_exact_path_does(t, deps, 
     assert ids(hits(t, query, "lexical")) == large  # again, with the scope's size known
 
 
+def test_a_rare_word_the_sample_never_met_is_counted_and_found(t, deps, corpus, tune):
+    """GIVEN 200 indexed turns in 20 threads and a rare word only t07-4 holds (so three windows
+    hold it), on the large-scope path with a sample of the first 50 windows (threads 0-4)
+    WHEN lexical search asks for the rare word with a common one
+    THEN the sample never met the word, yet the answer is the three windows holding it: the
+    word was counted through the index and gathered them.
+    """
+    served = tune(large_sample_rows=50, **LARGE)
+    found = ids(hits(t, f"{corpus} {COMMON}", "lexical"))
+    (sample,) = [value for _, value in served.search_caches.lexicons.values()]
+    assert corpus not in sample[1]  # the sample's lexicon
+    assert set(found) == {"t07-4", "t07-5", "t07-6"}
+
+
 def test_the_large_scope_path_answers_common_words_from_windows_holding_all(t, corpus, tune):
     """GIVEN 200 indexed turns, every one naming "plinth" and those of threads 0-9 "gantry"
     WHEN lexical search asks for "plinth gantry" on the large-scope path (sample_rows 30,

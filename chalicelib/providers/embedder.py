@@ -153,14 +153,14 @@ class OpenAIEmbedder:
         return self.embed_documents([text])[0]
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, cores: int | None = None) -> Embedder:
     """The embedder the settings name; the local model and a remote endpoint share their
-    calls among concurrent requests (embed_batcher)."""
+    calls among concurrent requests (embed_batcher). `cores`: this machine's, unless given."""
     if settings.embedder == "fake":
         return FakeEmbedder(settings.embed_dim or 256)
     from chalicelib.providers.embed_batcher import BatchingEmbedder
 
-    slots = settings.embed_slots or _default_slots(settings)
+    slots = settings.embed_slots or _default_slots(settings, cores or os.cpu_count() or 1)
     if settings.embedder == "openai":
         remote = OpenAIEmbedder(
             model=settings.embed_model or "text-embedding-3-small",
@@ -175,9 +175,9 @@ def build_embedder(settings: Settings) -> Embedder:
     return BatchingEmbedder(LocalEmbedder, slots=slots, max_batch=settings.embed_max_batch)
 
 
-def _default_slots(settings: Settings) -> int:
+def _default_slots(settings: Settings, cores: int) -> int:
     if settings.lambda_function_name:  # one request at a time in a Lambda sandbox
         return 1
     if settings.embedder == "openai":
         return 4
-    return os.cpu_count() or 1
+    return cores

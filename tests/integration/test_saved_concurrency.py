@@ -20,6 +20,7 @@ from chalicelib.store.conversations import take_thread_lease
 from tests.integration.test_saved_support import (
     NS,
     OFF_NS,
+    execute,
     hit_ids,
     open_tenant,
     save,
@@ -77,7 +78,7 @@ class GateEmbedder(FakeEmbedder):
         return super().embed_documents(texts)
 
 
-def widen_race_windows(monkeypatch, seed: int) -> None:
+def widen_race_windows(monkeypatch, request, pool, org: str, seed: int) -> None:
     """Pause briefly inside each write step that holds the lease (after the append's vector
     insert, before a save's or unsave's embedding write, between a delete's two tables), so
     that without the lease the threads would interleave inside those steps."""
@@ -107,9 +108,7 @@ def widen_race_windows(monkeypatch, seed: int) -> None:
         return wrapped
 
     # An append sends its vector write whole: the pause runs on the server, lease held.
-    monkeypatch.setattr(
-        conversations_store, "send_vectors", sleeping_after(conversations_store.send_vectors, wait)
-    )
+    request.addfinalizer(held_vector_writes(pool, org, "random() * 0.003"))
     monkeypatch.setattr(
         conversations_store,
         "_settle_thread_embeddings",
@@ -118,18 +117,6 @@ def widen_race_windows(monkeypatch, seed: int) -> None:
     monkeypatch.setattr(saved_store, "claim_saved", after(saved_store.claim_saved))
     monkeypatch.setattr(saved_store, "flag_embedding", before(saved_store.flag_embedding))
     monkeypatch.setattr(saved_store, "withdraw_embedding", before(saved_store.withdraw_embedding))
-
-
-def sleeping_after(send, seconds):
-    """`send_vectors` followed, in the same transaction, by a sleep on the server of
-    `seconds()`."""
-
-    def wrapped(conn, *args, **kwargs):
-        cur = send(conn, *args, **kwargs)
-        conn.execute("SELECT pg_sleep(%s)", (seconds(),))
-        return cur
-
-    return wrapped
 
 
 def text_of(msg: str) -> str:
@@ -252,7 +239,7 @@ def check_invariants(pool, org: str, namespace: str, conv: str, delete_times: se
 
 
 def test_saves_unsaves_appends_and_deletes_interleave_without_losing_state(
-    api, deps, org, pool, monkeypatch
+    api, deps, org, pool, monkeypatch, request
 ):
     """GIVEN one conversation per round, in a recording namespace or one that does not record,
     an embedder that pauses at random and fails one call in six, and short pauses inside the
@@ -268,7 +255,7 @@ def test_saves_unsaves_appends_and_deletes_interleave_without_losing_state(
     t = open_tenant(api, deps, org)
     # A warm process: its vector index is ensured (the cold case is the xfail test below).
     t.append("c-warm", "the harbour log opens", msg_id="warm")
-    widen_race_windows(monkeypatch, seed=7)
+    widen_race_windows(monkeypatch, request, pool, org, seed=7)
     started = time.monotonic()
     for rnd in range(ROUNDS):
         deps._embedder = JitteryEmbedder(seed=rnd)
@@ -319,7 +306,7 @@ def append_body(org: str, msg: str, content: str) -> dict:
     }
 
 
-def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkeypatch):
+def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, request):
     """GIVEN an append whose vector write has run but not yet committed
     WHEN an admin deletes the thread at that moment
     THEN the delete waits for the append (the lease) and then tombstones the turn and its
@@ -327,23 +314,7 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
     """
     t = open_tenant(api, deps, org)
     t.append("c-warm", "the harbour log opens", msg_id="warm")
-    sent = threading.Event()
-
-    def hold() -> float:
-        sent.set()
-        return 1.0
-
-    under_lease = conversations_store.vectors_under_lease
-
-    def then_sleep(conn, turn, send):  # the vector written, its transaction held on the server
-        def sent():
-            cur = send()
-            conn.execute("SELECT pg_sleep(%s)", (hold(),))
-            return cur
-
-        return under_lease(conn, turn, sent)
-
-    monkeypatch.setattr(conversations_store, "vectors_under_lease", then_sleep)
+    request.addfinalizer(held_vector_writes(pool, org, "1.0", msg_id="m1"))
     results: dict = {}
     caller = local_caller(org)
     appender = run(
@@ -355,8 +326,7 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
         caller,
         deps,
     )
-    assert sent.wait(5)
-    time.sleep(0.3)  # the server has written the vector and sleeps, the lease held
+    assert sleeping_writer(pool, 5)  # the vector written, its transaction held, lease and all
     body = {"org": org, "namespace": NS, "agent": "", "thread_id": "c1", "confirm_thread_id": "c1"}
     deleter = run(results, "delete", call, "conversation.delete", body, caller, deps)
     appender.join(5)
@@ -366,6 +336,47 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, monkey
     assert [r["tombstoned_at"] is not None for r in transcript(pool, org, "m1")] == [True]
     assert [v["tombstoned_at"] is not None for v in vectors(pool, org, "m1")] == [True]
     assert "m1" not in t.hit_ids("harbour opens at dawn")
+
+
+def held_vector_writes(pool, org: str, seconds: str, msg_id: str | None = None):
+    """A trigger that, once a vector row of the org (of one turn, given `msg_id`) is written,
+    sleeps on the server for `seconds` (an SQL expression) in the writing transaction, which
+    stays open, the lease held; the call it returns drops the trigger."""
+    name = f"hold_{org.replace('-', '_')}"[:50]
+    turn = f" AND NEW.msg_id = '{msg_id}'" if msg_id else ""
+    execute(
+        pool,
+        f"CREATE FUNCTION public.{name}() RETURNS trigger LANGUAGE plpgsql AS"
+        f" $$ BEGIN PERFORM pg_sleep({seconds}); RETURN NULL; END $$",
+    )
+    execute(
+        pool,
+        f"CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF embedding"
+        " ON loom.conversation_embeddings FOR EACH ROW"
+        f" WHEN (NEW.org = '{org}'{turn} AND NEW.embedding IS NOT NULL)"
+        f" EXECUTE FUNCTION public.{name}()",
+    )
+
+    def drop() -> None:
+        execute(pool, f"DROP TRIGGER IF EXISTS {name} ON loom.conversation_embeddings")
+        execute(pool, f"DROP FUNCTION IF EXISTS public.{name}()")
+
+    return drop
+
+
+def sleeping_writer(pool, timeout: float) -> bool:
+    """Whether a backend sleeps inside a vector write within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with pool.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+                " AND query ILIKE '%conversation_embeddings%'"
+            ).fetchone()
+        if row and row[0]:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 class FirstCallGated(FakeEmbedder):

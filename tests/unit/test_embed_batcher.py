@@ -132,7 +132,7 @@ def test_a_failed_call_fails_its_callers_and_the_next_call_runs():
     assert len(emb.embed_documents(["y"])) == 1
 
 
-def test_the_local_model_gets_a_slot_a_core_a_remote_endpoint_four_and_lambda_one(monkeypatch):
+def test_the_local_model_gets_a_slot_a_core_a_remote_endpoint_four_and_lambda_one():
     """GIVEN the embedders the settings name
     WHEN each is built
     THEN the local model runs one instance a core, a remote endpoint four requests at once,
@@ -140,10 +140,8 @@ def test_the_local_model_gets_a_slot_a_core_a_remote_endpoint_four_and_lambda_on
     from chalicelib.config import Settings
     from chalicelib.providers.embedder import build_embedder
 
-    monkeypatch.setattr("os.cpu_count", lambda: 6)
-
     def slots(**kw) -> int:
-        emb = build_embedder(Settings(**kw))
+        emb = build_embedder(Settings(**kw), cores=6)
         assert isinstance(emb, BatchingEmbedder)
         return len(emb._idle) + emb._unmade
 

@@ -84,14 +84,29 @@ def test_concurrent_appends_share_model_calls_and_each_keeps_its_own_vector(pool
         assert np.allclose(stored[msg], plain.embed_documents([text])[0], atol=1e-6)
 
 
+def _words_apart(embedder, org: str, n: int) -> list[str]:
+    """n words of this org whose fake vectors share no bucket, so that each word's own turn is
+    its nearest (two words hashed to one bucket would tie, or cancel in a context vector)."""
+    words: list[str] = []
+    taken = np.zeros(embedder.dim, dtype=bool)
+    for j in range(10 * n):
+        w = f"zq{j}word{org[-6:]}"
+        bucket = embedder.embed_query(w) != 0
+        if not (taken & bucket).any():
+            words.append(w)
+            taken |= bucket
+        if len(words) == n:
+            return words
+    raise AssertionError("no words apart")
+
+
 def test_a_turn_is_found_in_every_mode_as_soon_as_its_append_answers(deps, pool, org):
     """GIVEN a thread of turns appended one after another
     WHEN each append has answered, another connection searches for the word it alone holds
     THEN lexical, hybrid and semantic search all find it at once: its vector, window and
     context vector are committed before the append answers (the lag is zero)."""
     caller = _open(deps, org)
-    for i in range(6):
-        w = f"zq{i}word{org[-6:]}"
+    for i, w in enumerate(_words_apart(FakeEmbedder(deps.embedder.dim), org, 6)):
         _append(deps, caller, "th-lag", f"m{i}", f"{w} {w} {w}")
         for mode in ("lexical", "hybrid", "semantic"):
             body = {"namespace": NS, "agent": "*", "query": w, "search_mode": mode,

@@ -120,6 +120,8 @@ def conversation_titler(event: object) -> dict[str, int]:
 def extraction_queue(event: SQSEvent) -> dict:
     from chalicelib.workers.extraction_queue import handle_sqs_batch
 
+    web.load_ops()  # a job runs the op its request named
+
     return handle_sqs_batch(get_deps(), event.to_dict())
 
 
@@ -133,6 +135,8 @@ def extraction_queue_expiry(event: object) -> int:
 @app.schedule(_every("observe_extract_interval_seconds", 1), name="observe_extract")
 def observe_extract(event: object) -> dict[str, int]:
     from chalicelib.workers.observe_extract import distil_sessions
+
+    web.load_ops()  # a distilled session is extracted by its op
 
     return distil_sessions(get_deps())
 

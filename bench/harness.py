@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import chalicelib.ops  # noqa: F401  (registers every op: a bench is an entrypoint)
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
 from chalicelib.observability import logger

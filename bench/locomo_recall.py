@@ -17,7 +17,8 @@ from bench.plain_modes import PLAIN_MODES, plain_search
 from chalicelib.auth import Caller, local_caller
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
-from chalicelib.providers.embedder import EMBED_CHARS, LocalEmbedder, build_embedder
+from chalicelib.providers.embed_batcher import build_embedder
+from chalicelib.providers.embedder import EMBED_CHARS, LocalEmbedder
 from chalicelib.registry import call
 
 RRF_K = 60

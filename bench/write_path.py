@@ -10,9 +10,9 @@ import numpy as np
 from bench.harness import BenchDb, Figure, p95, say, timed
 from chalicelib.auth import local_caller
 from chalicelib.deps import Deps
-from chalicelib.ops.turn_writer import embeddable
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
+from chalicelib.services.turn_writer import embeddable
 from chalicelib.store.conversations import NewTurn
 from chalicelib.store.pool import lease_lock, read_connection, sent_whole
 

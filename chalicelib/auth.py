@@ -19,12 +19,6 @@ ReadScope = Literal["namespace", "own_user", "own_session"]
 ROLES: tuple[Role, ...] = ("viewer", "writer", "admin", "org_admin")
 READ_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user", "own_session")
 TOKEN_PREFIX = "loom_"
-ME = "@me"  # an end user's personal collection, resolved per user
-
-
-def personal_namespace(user_id: str) -> str:
-    """The namespace `@me` names for one user."""
-    return f"{ME}:{user_id}"
 
 
 def role_allows(have: str, need: str) -> bool:
@@ -199,6 +193,25 @@ def issue_token(
             expires_at=expires_at,
         )
     return MintedToken(token, token_id, expires_at)
+
+
+def token_rows(deps: Deps, org: str | None) -> list[dict[str, Any]]:
+    """Every token's grants and dates (of one org when named), oldest first; no hash."""
+    from chalicelib.store.tokens import list_tokens
+
+    with deps.pool.connection() as conn:
+        return list_tokens(conn, org)
+
+
+def revoke(
+    deps: Deps, *, token_id: int | None = None, token_hash: str | None = None
+) -> dict[str, Any] | None:
+    """Revoke the token with this id or hash (None when there is none): every server refuses
+    it from its next request, since each request reads its token's row."""
+    from chalicelib.store.tokens import revoke_token
+
+    with deps.pool.connection() as conn:
+        return revoke_token(conn, token_id=token_id, token_hash=token_hash)
 
 
 def check_grants(role: str, read_scope: str, read_user_id: str | None) -> None:

@@ -45,9 +45,11 @@ def _say(message: str) -> None:
 
 def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     """Embedded database + migrations + `chalice local` + the scheduled workers beside it."""
-    from chalicelib.store.migrate import migrate
+    from chalicelib.services.admin import migrate_database
+    from chalicelib.web import load_ops
     from chalicelib.workers.schedule import run_forever
 
+    load_ops()  # the workers beside the server run the ops their jobs name
     settings = deps.settings
     port = args.port or settings.port
     host = args.host or settings.host
@@ -58,7 +60,7 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     if not settings.database_url:
         _say(f"Starting the embedded PostgreSQL in {Path(settings.data_dir).resolve()} ...")
     url = deps.database_url()
-    applied = migrate(url)
+    applied = migrate_database(deps)
     _say(f"Database ready ({len(applied)} migration(s) applied).")
     env = dict(os.environ, LOOM_DATABASE_URL=url, LOOM_HOST=host)  # the API checks it again
     chalice = Path(sys.executable).parent / "chalice"
@@ -131,9 +133,9 @@ def _listening(child: subprocess.Popen[bytes], host: str, port: int) -> bool:
 
 
 def cmd_migrate(args: argparse.Namespace, deps: Deps) -> int:
-    from chalicelib.store.migrate import migrate
+    from chalicelib.services.admin import migrate_database
 
-    applied = migrate(deps.database_url())
+    applied = migrate_database(deps)
     print(f"applied: {', '.join(applied)}" if applied else "up to date")
     return 0
 
@@ -162,10 +164,9 @@ def cmd_token_mint(args: argparse.Namespace, deps: Deps) -> int:
 
 def cmd_token_list(args: argparse.Namespace, deps: Deps) -> int:
     """Every token's grants and dates; never a token or its hash."""
-    from chalicelib.store.tokens import list_tokens
+    from chalicelib.auth import token_rows
 
-    with deps.pool.connection() as conn:
-        rows = list_tokens(conn, args.org)
+    rows = token_rows(deps, args.org)
     if not rows:
         print(f"no tokens in org {args.org}" if args.org else "no tokens")
         return 0
@@ -222,8 +223,7 @@ def _when(moment: datetime | None) -> str:
 def cmd_token_revoke(args: argparse.Namespace, deps: Deps) -> int:
     """Revoke a token, named by its id (`loom token list`) or by the token itself: every server
     refuses it from its next request, since each request reads the token's row."""
-    from chalicelib.auth import TOKEN_PREFIX, hash_token
-    from chalicelib.store.tokens import revoke_token
+    from chalicelib.auth import TOKEN_PREFIX, hash_token, revoke
 
     ref = args.token.strip()
     token_id: int | None = None
@@ -238,8 +238,7 @@ def cmd_token_revoke(args: argparse.Namespace, deps: Deps) -> int:
         raise LoomError(
             f"give the token itself ({TOKEN_PREFIX}...) or its id from `loom token list`"
         )
-    with deps.pool.connection() as conn:
-        row = revoke_token(conn, token_id=token_id, token_hash=token_hash)
+    row = revoke(deps, token_id=token_id, token_hash=token_hash)
     if row is None:
         raise LoomError(f"no token has {shown}; `loom token list` shows the ids")
     grants = f"{row['role']} of org {row['org']}"
@@ -272,7 +271,7 @@ def _lifetime(text: str) -> timedelta:
 
 
 def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
-    from chalicelib.store.live_settings import set_setting
+    from chalicelib.services.admin import set_live_setting
 
     name = setting_name(args.name)
     if name not in Settings.model_fields:
@@ -283,8 +282,7 @@ def cmd_settings_set(args: argparse.Namespace, deps: Deps) -> int:
         with_overrides(deps.settings, {name: args.value})
     except ValidationError as exc:
         raise LoomError(f"invalid value for {name}: {exc.errors()[0]['msg']}") from exc
-    with deps.pool.connection() as conn:
-        set_setting(conn, name, args.value)
+    set_live_setting(deps, name, args.value)
     print(f"{name} = {args.value} (live; servers pick it up within their refresh interval)")
     return 0
 
@@ -322,7 +320,7 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
     if not turns:
         raise LoomError(f"{args.file} holds no turns with text; nothing was appended")
     thread_id = args.thread_id or transcript_thread_id(text)
-    from chalicelib.ops.transcript_ingest import check_turns, ingest_turns
+    from chalicelib.ops.transcript_ingest import check_turns, ingest_turns, recording_enabled
 
     org = args.org or deps.settings.org
     try:  # the whole file first, so a refused turn leaves nothing half written
@@ -340,11 +338,7 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
         print(f"thread {thread_id}: {summary or 'nothing new'}")
         return 0
-    from chalicelib.store.namespaces import conversation_logging_enabled
-
-    with deps.pool.connection() as conn:
-        recording = conversation_logging_enabled(conn, org, args.namespace)
-    if not recording:
+    if not recording_enabled(deps, org, args.namespace):
         raise LoomError(_NOT_RECORDING.format(args.namespace))
     counts = ingest_turns(
         deps,
@@ -456,11 +450,10 @@ def _ingest_over_http(
 def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
     """What extraction dropped in a namespace over the last hours, summed by stage and reason,
     with the model tokens spent on what was lost (an answer that did not parse)."""
-    from chalicelib.store.extraction_support import sum_drops
+    from chalicelib.services.admin import drop_counts
 
     org = args.org or deps.settings.org
-    with deps.pool.connection() as conn:
-        rows = sum_drops(conn, org, args.namespace, args.hours)
+    rows = drop_counts(deps, org, args.namespace, args.hours)
     if not rows:
         print(f"no drops in {org}/{args.namespace} in the last {args.hours} hours")
         return 0
@@ -478,7 +471,9 @@ def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     with what its first extraction read; prints what it wrote. Exit 1 when a request failed."""
     from chalicelib.auth import check_name
     from chalicelib.ops.reextract import reextract_namespace
+    from chalicelib.web import load_ops
 
+    load_ops()  # each request is replayed through its op
     for option, name in (
         ("--org", args.org),
         ("--namespace", args.namespace),

@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 
 from chalicelib.errors import BadRequestError
-from chalicelib.registry import unstorable
+from chalicelib.storable import unstorable
 
 
 def encode_cursor(ts: datetime, *ids: str) -> str:

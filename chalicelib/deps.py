@@ -105,7 +105,7 @@ class Deps:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                from chalicelib.providers.embedder import build_embedder
+                from chalicelib.providers.embed_batcher import build_embedder
 
                 self._embedder = build_embedder(self._with_secret_key("embed_api_key"))
             return self._embedder

@@ -20,8 +20,8 @@ from chalicelib.registry import (
     op_description,
     output_schema,
     registered,
-    unstorable,
 )
+from chalicelib.storable import unstorable
 
 SERVER_INFO = {"name": "loom", "version": "0.1.0"}
 # The revisions that open a session with `initialize`, newest first (an unknown one asked for
@@ -213,7 +213,7 @@ def _one(
     caller: Caller,
     deps: Deps,
 ) -> Answer:
-    from chalicelib.store import mcp_sessions
+    from chalicelib.services import mcp_sessions
 
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
         return 400, _error(None, -32600, "invalid request: one JSON-RPC 2.0 object"), {}
@@ -238,15 +238,13 @@ def _one(
         if refused:
             return 200, _error(req_id, -32602, f"invalid params: {refused}"), extra
         client = client or "mcp-client"
-        with deps.pool.connection() as conn:
-            session_id = mcp_sessions.open_session(
-                conn,
-                org=caller.org,
-                principal=caller.principal,
-                client_name=str(client)[:200],
-                namespace=query.get("namespace") or caller.namespace or "",
-                agent=query.get("agent") or str(client)[:200],
-            )
+        session_id = mcp_sessions.open_session(
+            deps,
+            caller,
+            client_name=str(client)[:200],
+            namespace=query.get("namespace") or caller.namespace or "",
+            agent=query.get("agent") or str(client)[:200],
+        )
         extra[SESSION_HEADER] = session_id
         result: dict[str, Any] = {
             "protocolVersion": version,
@@ -289,16 +287,11 @@ def _session(session_id: str, caller: Caller, deps: Deps, *, call: bool) -> dict
     """The caller's open session of this id, or None. A tool call is noted on it (its implicit
     run goes on, or a new one starts after the idle time); a ping or a listing is no call and
     only checks that it exists (answered as an empty session)."""
-    from chalicelib.store import mcp_sessions
+    from chalicelib.services.mcp_sessions import find_session
 
     if unstorable(session_id) is not None:
         return None  # no id this server issued
-    with deps.pool.connection() as conn:
-        if not call:
-            found = mcp_sessions.session_open(conn, session_id, caller.org, caller.principal)
-            return {} if found else None
-        idle = deps.live().mcp_session_run_idle_seconds
-        return mcp_sessions.touch_session(conn, session_id, caller.org, caller.principal, idle)
+    return find_session(deps, caller, session_id, call=call)
 
 
 def _refused_name(query: Mapping[str, str]) -> str | None:

@@ -23,3 +23,11 @@ def is_name(value: str) -> bool:
     except ValidationError:
         return False
     return True
+
+
+ME = "@me"  # an end user's personal collection, resolved per user
+
+
+def personal_namespace(user_id: str) -> str:
+    """The namespace `@me` names for one user."""
+    return f"{ME}:{user_id}"

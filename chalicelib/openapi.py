@@ -32,6 +32,8 @@ _STATUSES = {
 
 
 def openapi_document() -> dict[str, Any]:
+    import chalicelib.ops  # noqa: F401  (registers every op)
+
     components: dict[str, Any] = {"Error": ERROR_SCHEMA}
     paths: dict[str, Any] = {}
     for name, spec in sorted(registered().items()):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import math
 import time
 import typing
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from chalicelib.auth import ME, Caller, ReadScope, Role, personal_namespace, role_allows
+from chalicelib.auth import Caller, ReadScope, Role, role_allows
 from chalicelib.errors import (
     BadRequestError,
     ForbiddenError,
@@ -23,7 +22,9 @@ from chalicelib.errors import (
     UnknownOpError,
     ValidationFailedError,
 )
+from chalicelib.names import ME, personal_namespace
 from chalicelib.observability import logger
+from chalicelib.storable import unstorable
 
 if TYPE_CHECKING:
     from chalicelib.config import Settings
@@ -115,9 +116,10 @@ def op_description(spec: OpSpec) -> str:
 
 
 def registered() -> dict[str, OpSpec]:
-    """Every op, with the plane modules imported so their decorators have run."""
-    import chalicelib.ops  # noqa: F401
-
+    """Every op registered so far: an entrypoint imports `chalicelib.ops` (whose plane modules
+    declare them) before it serves one; the registry never imports the ops itself."""
+    if not _OPS:
+        raise RuntimeError("no op is registered: import chalicelib.ops before calling one")
     return _OPS
 
 
@@ -202,44 +204,6 @@ def _validation_message(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
-
-
-# How deep objects and lists may nest in a body: far past any metadata or schema, and short
-# of the depth at which a stored value could no longer be serialised back in an answer.
-MAX_NESTING = 64
-
-
-def unstorable(body: Any) -> str | None:
-    """Why some value in the body (keys included) cannot be stored, or None: PostgreSQL text
-    holds no U+0000 and only valid UTF-8 (no lone surrogate), JSON no NaN or infinity, and no
-    answer a value nested past MAX_NESTING levels."""
-    stack = [(body, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict | list) and depth >= MAX_NESTING:
-            return f"objects and lists may nest at most {MAX_NESTING} levels deep"
-        if isinstance(value, str):
-            if "\x00" in value:
-                return "text may not contain the NUL character (\\u0000)"
-            if not value.isascii() and _lone_surrogate(value):
-                return "text may not contain a lone UTF-16 surrogate (\\ud800-\\udfff)"
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                return "numbers must be finite (no NaN or Infinity)"
-        elif isinstance(value, dict):
-            stack.extend((k, depth + 1) for k in value)
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
-    return None
-
-
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def validated(op: str, body: dict[str, Any]) -> BaseModel:

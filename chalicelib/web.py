@@ -20,6 +20,7 @@ def handle_op(
     name: str, raw_body: bytes | str | None, headers: Mapping[str, str], deps: Deps
 ) -> Answer:
     """POST /v1/<op>: a JSON answer, or the JSON error body with the error's status."""
+    load_ops()
     try:
         check_body_size(raw_body, deps)
         check_origin(headers, deps, mcp=False)
@@ -102,10 +103,17 @@ def check_origin(headers: Mapping[str, str], deps: Deps, *, mcp: bool) -> None:
         raise ForbiddenError(f"/mcp does not answer pages of another web origin ({origin})")
 
 
+def load_ops() -> None:
+    """Register every op: the plane modules are imported on first use, not at start (they are
+    slow to import, and a health check or a page needs none)."""
+    import chalicelib.ops  # noqa: F401
+
+
 def wrong_method(name: str) -> Answer:
     """/v1/<op> by any method but POST: 404 for an op that does not exist, else 405."""
     from chalicelib.registry import registered
 
+    load_ops()
     if name not in registered():
         unknown = UnknownOpError(f"no op named {name!r}; POST /v1/<op> with a registered op")
         return unknown.status, unknown.to_body(), {}
@@ -145,11 +153,10 @@ def ignored_header(names: list[str]) -> str:
 
 def health(deps: Deps) -> Answer:
     """GET /healthz: 200 once the database is migrated and the API can serve."""
-    from chalicelib.store.migrate import is_migrated
+    from chalicelib.services.admin import database_ready
 
     try:
-        with deps.pool.connection() as conn:
-            ready = is_migrated(conn)
+        ready = database_ready(deps)
     except Exception as exc:
         logger.warning("health check failed", extra={"error": str(exc)})
         ready = False
@@ -167,6 +174,7 @@ def handle_mcp(
     """POST /mcp: one JSON-RPC message, answered as JSON (no server-sent events)."""
     from chalicelib import mcp
 
+    load_ops()
     try:
         check_body_size(raw_body, deps)
         check_origin(headers, deps, mcp=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import chalicelib.ops  # noqa: F401  (registers every op, as each entrypoint does)
 from chalicelib.config import Settings
 from chalicelib.deps import Deps, set_deps
 from chalicelib.providers.embedder import FakeEmbedder

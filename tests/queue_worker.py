@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+import chalicelib.ops  # noqa: F401  (registers every op: this process is an entrypoint)
 from chalicelib.config import Settings
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import FakeEmbedder

@@ -8,8 +8,8 @@ from typing import Any
 from chalicelib.extraction import prompts
 from chalicelib.extraction.pipeline import ExtractionFailedError, Run
 from chalicelib.extraction.steps import call_model
-from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.providers.llm import LLMError
+from chalicelib.services.memory_writer import Entry, write_entries
 
 VALIDATION_RETRIES = 2
 _TYPES: dict[str, tuple[type, ...]] = {

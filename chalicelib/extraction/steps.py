@@ -22,11 +22,11 @@ from chalicelib.extraction.pipeline import (
     step,
 )
 from chalicelib.legs import beside
-from chalicelib.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.providers.llm import LLMError, ModelNotFoundError, UnparsableAnswerError
-from chalicelib.registry import unstorable
 from chalicelib.sensitivity import reads_as_high
+from chalicelib.services.memory_writer import Entry, canonical_hash, mint_key, write_entries
+from chalicelib.storable import unstorable
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import Drop, cache_response, cached_response
 from chalicelib.store.pool import read_connection

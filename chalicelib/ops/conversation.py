@@ -12,11 +12,11 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped, check_turn_key
-from chalicelib.ops.turn_writer import AppendReason, record_turns
 from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import TurnFilter
 from chalicelib.search.turns import SearchMode, search_turns
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
+from chalicelib.services.turn_writer import AppendReason, record_turns
 from chalicelib.store import conversations as store
 from chalicelib.store.namespaces import (
     conversation_logging_enabled,

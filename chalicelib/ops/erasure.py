@@ -17,12 +17,13 @@ from chalicelib.auth import Caller
 from chalicelib.errors import BadRequestError, ForbiddenError
 from chalicelib.observability import logger
 from chalicelib.ops.common import Ident, Name, OpInput, OpOutput
-from chalicelib.registry import OpContext, op, unstorable
+from chalicelib.registry import OpContext, op
+from chalicelib.services.erasure_steps import LEASE_SECONDS, advance, finish
+from chalicelib.storable import unstorable
 from chalicelib.store import erasure as store
 from chalicelib.store import erasure_export
 from chalicelib.store import erasure_jobs as jobs
 from chalicelib.store.pool import read_connection
-from chalicelib.workers.erasure import LEASE_SECONDS, advance, finish
 
 # A subject with more rows than this runs as a job of the erasure worker, a batch at a time.
 INLINE_MAX_ROWS = 5000

@@ -21,11 +21,11 @@ from chalicelib.extraction.pipeline import (
 )
 from chalicelib.extraction.records import VALIDATION_RETRIES, extract_record
 from chalicelib.extraction.steps import planned_model_calls  # (registers the default steps)
-from chalicelib.memory_writer import Entry, mint_key, write_entries
 from chalicelib.ops.common import Moment, OpInput, OpOutput
 from chalicelib.ops.memory import USER_SCOPES, MemoryScoped, WrittenOut, write_user
 from chalicelib.providers.queue import send_committed
 from chalicelib.registry import OpContext, op
+from chalicelib.services.memory_writer import Entry, mint_key, write_entries
 from chalicelib.store import erasure_jobs
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import extraction_queue as queue_store

@@ -6,8 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import StringConstraints
 
-from chalicelib.auth import ME, Caller
+from chalicelib.auth import Caller
 from chalicelib.errors import BadRequestError, ConflictError, ForbiddenError
+from chalicelib.names import ME
 from chalicelib.ops.common import Name, OpInput, OpOutput
 from chalicelib.registry import OpContext, op
 from chalicelib.store import extraction_policies as store

@@ -10,12 +10,12 @@ from pydantic import Field, StringConstraints
 from chalicelib.auth import Caller, ReadScope
 from chalicelib.blacklist import MAX_PATTERN_CHARS
 from chalicelib.errors import BadRequestError
-from chalicelib.memory_writer import Entry, write_entries
 from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.registry import OpContext, op
 from chalicelib.search.ranking import rrf
 from chalicelib.sensitivity import reads_as_high
+from chalicelib.services.memory_writer import Entry, write_entries
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from chalicelib.deps import Deps
 from chalicelib.errors import ValidationFailedError
-from chalicelib.ops.turn_writer import record_turns
 from chalicelib.registry import validated
+from chalicelib.services.turn_writer import record_turns
 from chalicelib.store.conversations import NewTurn
 from chalicelib.transcript_file import turn_msg_id
 
@@ -33,6 +33,14 @@ def check_turns(
             validated("conversation.append", {**common, "role": role, "content": content})
         except ValidationFailedError as exc:
             raise ValidationFailedError(f"turn {i}: {exc.message}") from exc
+
+
+def recording_enabled(deps: Deps, org: str, namespace: str) -> bool:
+    """Whether the namespace records conversations (an admin turned it on)."""
+    from chalicelib.store.namespaces import conversation_logging_enabled
+
+    with deps.pool.connection() as conn:
+        return conversation_logging_enabled(conn, org, namespace)
 
 
 def ingest_turns(

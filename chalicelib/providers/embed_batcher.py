@@ -9,6 +9,7 @@ text that arrived during the last one, and with one slot per core (the local mod
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,14 @@ from typing import Literal
 
 import numpy as np
 
-from chalicelib.providers.embedder import Embedder, EmbedderError
+from chalicelib.config import Settings
+from chalicelib.providers.embedder import (
+    Embedder,
+    EmbedderError,
+    FakeEmbedder,
+    LocalEmbedder,
+    OpenAIEmbedder,
+)
 
 Kind = Literal["documents", "query"]
 
@@ -115,3 +123,31 @@ class BatchingEmbedder:
             job.vectors = vectors[start : start + len(job.texts)]
             start += len(job.texts)
             job.done = True
+
+
+def build_embedder(settings: Settings, cores: int | None = None) -> Embedder:
+    """The embedder the settings name; the local model and a remote endpoint share their
+    calls among concurrent requests (a BatchingEmbedder). `cores`: this machine's, unless given."""
+    if settings.embedder == "fake":
+        return FakeEmbedder(settings.embed_dim or 256)
+    slots = settings.embed_slots or _default_slots(settings, cores or os.cpu_count() or 1)
+    if settings.embedder == "openai":
+        remote = OpenAIEmbedder(
+            model=settings.embed_model or "text-embedding-3-small",
+            dim=settings.embed_dim or 1536,
+            ask_dimensions=bool(settings.embed_dim),
+            base_url=settings.embed_base_url or settings.llm_base_url,
+            api_key=settings.embed_api_key or settings.llm_api_key,
+            timeout=settings.embed_timeout_seconds,
+        )
+        return BatchingEmbedder(lambda: remote, slots=slots, max_batch=settings.embed_max_batch)
+    # One model instance a slot: the engine's buffers are its own.
+    return BatchingEmbedder(LocalEmbedder, slots=slots, max_batch=settings.embed_max_batch)
+
+
+def _default_slots(settings: Settings, cores: int) -> int:
+    if settings.lambda_function_name:  # one request at a time in a Lambda sandbox
+        return 1
+    if settings.embedder == "openai":
+        return 4
+    return cores

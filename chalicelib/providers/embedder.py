@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 from collections.abc import Sequence
@@ -11,7 +10,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from chalicelib.config import Settings
 from chalicelib.providers.openai_client import LazyOpenAI, failure_text
 
 OPENAI_MAX_BATCH = 2048
@@ -151,33 +149,3 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
-
-
-def build_embedder(settings: Settings, cores: int | None = None) -> Embedder:
-    """The embedder the settings name; the local model and a remote endpoint share their
-    calls among concurrent requests (embed_batcher). `cores`: this machine's, unless given."""
-    if settings.embedder == "fake":
-        return FakeEmbedder(settings.embed_dim or 256)
-    from chalicelib.providers.embed_batcher import BatchingEmbedder
-
-    slots = settings.embed_slots or _default_slots(settings, cores or os.cpu_count() or 1)
-    if settings.embedder == "openai":
-        remote = OpenAIEmbedder(
-            model=settings.embed_model or "text-embedding-3-small",
-            dim=settings.embed_dim or 1536,
-            ask_dimensions=bool(settings.embed_dim),
-            base_url=settings.embed_base_url or settings.llm_base_url,
-            api_key=settings.embed_api_key or settings.llm_api_key,
-            timeout=settings.embed_timeout_seconds,
-        )
-        return BatchingEmbedder(lambda: remote, slots=slots, max_batch=settings.embed_max_batch)
-    # One model instance a slot: the engine's buffers are its own.
-    return BatchingEmbedder(LocalEmbedder, slots=slots, max_batch=settings.embed_max_batch)
-
-
-def _default_slots(settings: Settings, cores: int) -> int:
-    if settings.lambda_function_name:  # one request at a time in a Lambda sandbox
-        return 1
-    if settings.embedder == "openai":
-        return 4
-    return cores

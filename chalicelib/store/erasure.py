@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from psycopg import Connection, sql
 
-from chalicelib.auth import personal_namespace
+from chalicelib.names import personal_namespace
 from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
 from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED

@@ -15,7 +15,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from chalicelib.auth import ME
+from chalicelib.names import ME
 from chalicelib.store.erasure import Subject
 from chalicelib.store.job_claims import CLAIM_SET, LOST_WORKER
 

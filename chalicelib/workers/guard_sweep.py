@@ -13,9 +13,9 @@ gives way to its turn's own vector.
 from __future__ import annotations
 
 from chalicelib.deps import Deps
-from chalicelib.ops.turn_writer import context_text
 from chalicelib.providers.embedder import EMBED_CHARS
 from chalicelib.sensitivity import embedded_reads_as_high, guard_fingerprint, reads_as_high
+from chalicelib.services.turn_writer import context_text
 from chalicelib.store import guard_sweeps as store
 
 NAME = "conversation_embeddings"

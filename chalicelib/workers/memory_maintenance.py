@@ -18,9 +18,9 @@ from psycopg import Connection
 
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
-from chalicelib.ops.turn_writer import index_unembedded_turns
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high
+from chalicelib.services.turn_writer import index_unembedded_turns
 from chalicelib.store import memories as store
 
 BATCH = 200

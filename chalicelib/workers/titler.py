@@ -14,8 +14,8 @@ from chalicelib.errors import UnavailableError
 from chalicelib.observability import logger
 from chalicelib.policies import policy_block
 from chalicelib.providers.llm import LLMError
-from chalicelib.registry import unstorable
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.storable import unstorable
 from chalicelib.store import titles as store
 
 FIRST_TURNS = 8

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from chalicelib.config import Settings
-from chalicelib.providers.embedder import build_embedder
+from chalicelib.providers.embed_batcher import build_embedder
 from chalicelib.providers.llm import OpenAILLM
 from chalicelib.search import store_vectors as conversation_search
 from soak.faults import restartable_database, token_minter

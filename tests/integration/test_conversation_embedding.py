@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from chalicelib.auth import Caller
-from chalicelib.ops import turn_writer
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
+from chalicelib.services import turn_writer
 from chalicelib.store import worker_positions
 from chalicelib.workers.memory_maintenance import embed_missing
 from tests.integration.test_conversation_support import NS, Tenant, embedding_rows, turn_rows

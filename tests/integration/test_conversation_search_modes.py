@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from chalicelib.deps import Deps, set_deps
-from chalicelib.ops import turn_writer
-from chalicelib.ops.turn_writer import record_turns
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
 from chalicelib.search.tuning import SearchCaches, SearchTuning
 from chalicelib.sensitivity import reads_as_high
+from chalicelib.services import turn_writer
+from chalicelib.services.turn_writer import record_turns
 from chalicelib.store.conversations import NewTurn, TurnVector, insert_turns, write_embeddings
 from chalicelib.store.pool import read_connection
 from chalicelib.workers.retention import purge_expired_conversations

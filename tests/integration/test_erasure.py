@@ -8,8 +8,9 @@ import pytest
 
 from chalicelib.auth import mint_token
 from chalicelib.ops import erasure as erasure_op
+from chalicelib.services.erasure_steps import advance
 from chalicelib.store.erasure import ERASED, NOT_ERASED
-from chalicelib.workers.erasure import advance, run_erasure_jobs
+from chalicelib.workers.erasure import run_erasure_jobs
 from tests.integration.test_conversation_support import NS
 from tests.integration.test_erasure_support import (
     ANN,

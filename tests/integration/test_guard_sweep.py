@@ -91,7 +91,7 @@ def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(t, deps, poo
     (as an earlier build wrote it, embedding the pair's text)
     WHEN the guard sweep runs with today's guard, which reads the pair as high
     THEN p2's context vector is its own vector; both turns keep their rows and vectors."""
-    from chalicelib.ops import turn_writer
+    from chalicelib.services import turn_writer
 
     t.append("th-p", "we set up the new debit card", msg_id="p0")
     t.append("th-p", "ok, and the card PIN is", msg_id="p1")

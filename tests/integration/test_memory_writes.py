@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chalicelib.memory_writer import Entry, write_entries
+from chalicelib.services.memory_writer import Entry, write_entries
 from chalicelib.store import memories
 from tests.integration.test_memory_support import (
     NS,

@@ -138,7 +138,7 @@ def test_the_local_model_gets_a_slot_a_core_a_remote_endpoint_four_and_lambda_on
     THEN the local model runs one instance a core, a remote endpoint four requests at once,
     one inside Lambda, and LOOM_EMBED_SLOTS overrides each."""
     from chalicelib.config import Settings
-    from chalicelib.providers.embedder import build_embedder
+    from chalicelib.providers.embed_batcher import build_embedder
 
     def slots(**kw) -> int:
         emb = build_embedder(Settings(**kw), cores=6)
@@ -158,7 +158,7 @@ def test_a_remote_endpoint_gets_one_request_a_batch():
     THEN fewer than eight requests reach the server, one of them carrying several inputs, and
     each caller gets its own text's vector."""
     from chalicelib.config import Settings
-    from chalicelib.providers.embedder import build_embedder
+    from chalicelib.providers.embed_batcher import build_embedder
     from tests.openai_stub import OpenAIStub
 
     with OpenAIStub(dim=8) as stub:

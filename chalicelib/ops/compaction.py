@@ -17,7 +17,17 @@ from chalicelib.providers.llm import LLMError
 from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import ensure_vector_index
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
-from chalicelib.store import conversations as store
+from chalicelib.store.compaction_rows import (
+    SUMMARY_ID_PREFIX,
+    insert_summary,
+    live_thread_turns,
+    unsaved_copies,
+    window_state,
+)
+from chalicelib.store.thread_leases import take_thread_lease
+from chalicelib.store.turn_tombstones import retire_turns
+from chalicelib.store.turn_vectors import TurnVector, insert_vectors
+from chalicelib.store.turn_writes import NewTurn
 
 SUMMARIZER_SYSTEM = (
     "You compact a conversation so it can be resumed later. Write one summary of the turns"
@@ -47,18 +57,18 @@ def summary_msg_id(agent: str, sources: list[str]) -> str:
     the same turns is replaced in place, and two agents' summaries of their own copies of the
     same turns are two turns, each with its own embedding row."""
     digest = hashlib.sha256("\x1f".join([agent, *sources]).encode()).hexdigest()[:24]
-    return store.SUMMARY_ID_PREFIX + digest
+    return SUMMARY_ID_PREFIX + digest
 
 
 def is_summary(turn: dict[str, Any]) -> bool:
-    """A compaction's summary (store.summary_row): a system turn under a summary id whose
-    metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
+    """A compaction's summary (summary_row in the store): a system turn under a summary id
+    whose metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
     `compacted_from` is a turn like any other: summarised, never retired unread."""
     metadata = turn.get("metadata")
     sources = metadata.get("compacted_from") if isinstance(metadata, dict) else None
     return (
         turn.get("role") == "system"
-        and turn["msg_id"].startswith(store.SUMMARY_ID_PREFIX)
+        and turn["msg_id"].startswith(SUMMARY_ID_PREFIX)
         and isinstance(sources, list)
         and all(isinstance(m, str) for m in sources)
     )
@@ -155,7 +165,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with deps.pool.connection() as conn:
-        live = store.live_thread_turns(conn, *scope, agent)
+        live = live_thread_turns(conn, *scope, agent)
     w = plan_window(
         live,
         inp.keep_recent,
@@ -202,11 +212,11 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     retiring = w.turns + w.folded + w.replaced_unread
     keys = [(t["agent"], t["msg_id"]) for t in retiring]
     with deps.pool.connection() as conn:
-        store.take_thread_lease(conn, *scope)
+        take_thread_lease(conn, *scope)
         # The window was read before the summarizer ran: read it again under the lease. A
         # turn deleted or retired by another compaction meanwhile means the window changed,
         # and nothing is written; a turn saved meanwhile is left out (it stays live).
-        now = store.window_state(conn, *scope, keys)
+        now = window_state(conn, *scope, keys)
         if len(now.live) < len(set(keys)):
             changed = "already-compacted" if now.summarised else "nothing-to-compact"
             return refuse(changed, result.tokens_in, result.tokens_out)
@@ -219,15 +229,15 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
             return refuse("below-min-to-compact", result.tokens_in, result.tokens_out)
         wanted = {(t["agent"], t["msg_id"]) for t in kept + w.folded + w.replaced_unread}
         if agent is None:  # every agent's: each summarised turn goes with all its copies
-            wanted |= store.unsaved_copies(conn, *scope, sources)
-        retired = store.retire_turns(conn, *scope, sorted(wanted))
+            wanted |= unsaved_copies(conn, *scope, sources)
+        retired = retire_turns(conn, *scope, sorted(wanted))
         if retired.keys != wanted:  # only the call that retires the turns writes a summary
             conn.rollback()
             return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
         first = kept[0]
         author = agent or first["agent"]
         summary_id = summary_msg_id(author, sources)
-        turn = store.NewTurn(
+        turn = NewTurn(
             org=inp.org,
             namespace=inp.namespace,
             thread_id=inp.thread_id,
@@ -237,13 +247,13 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
             content=summary,
             metadata={"compacted_from": sources},
         )
-        if not store.insert_summary(conn, turn, first["ts"], retired.at):
+        if not insert_summary(conn, turn, first["ts"], retired.at):
             conn.rollback()  # a summary of these turns was deleted: it is not brought back
             return refuse("already-compacted", result.tokens_in, result.tokens_out)
-        store.insert_vectors(
+        insert_vectors(
             conn,
             deps.embedder.name,
-            [store.TurnVector(turn, first["ts"], summary[:EMBED_CHARS], vector, None)],
+            [TurnVector(turn, first["ts"], summary[:EMBED_CHARS], vector, None)],
         )
     return CompactOutput(
         compacted=True,

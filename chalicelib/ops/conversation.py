@@ -17,7 +17,7 @@ from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import TurnFilter
 from chalicelib.search.turns import SearchMode, search_turns
 from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
-from chalicelib.store import conversations as store
+from chalicelib.store.compaction_rows import SUMMARY_ID_PREFIX
 from chalicelib.store.namespaces import (
     conversation_logging_enabled,
     ensure_namespace,
@@ -25,6 +25,10 @@ from chalicelib.store.namespaces import (
     set_conversation_logging,
 )
 from chalicelib.store.pool import read_connection
+from chalicelib.store.threads import get_thread, recent_threads, update_thread, upsert_thread
+from chalicelib.store.turn_pages import count_live_turns, page_turns
+from chalicelib.store.turn_tombstones import delete_thread
+from chalicelib.store.turn_writes import NewTurn
 
 Role = Literal["user", "assistant", "system", "tool"]
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -113,9 +117,9 @@ class AppendInput(AgentScoped):
     def _not_a_summary_id(cls, msg_id: str) -> str:
         # Compaction alone writes summaries: a client turn under such an id would be taken
         # for one (erased with the turns it names, retired unread by the next compaction).
-        if msg_id.startswith(store.SUMMARY_ID_PREFIX):
+        if msg_id.startswith(SUMMARY_ID_PREFIX):
             raise ValueError(
-                f"msg_id may not start with {store.SUMMARY_ID_PREFIX!r}: compaction writes those"
+                f"msg_id may not start with {SUMMARY_ID_PREFIX!r}: compaction writes those"
             )
         return msg_id
 
@@ -136,7 +140,7 @@ class AppendOutput(OpOutput):
 @op("conversation.append", role="writer", kind="idempotent", mcp="all")
 def append(inp: AppendInput, ctx: OpContext) -> AppendOutput:
     """Log one turn, once; embed it for search when it is a plain user or assistant turn."""
-    turn = store.NewTurn(
+    turn = NewTurn(
         org=inp.org,
         namespace=inp.namespace,
         thread_id=inp.thread_id,
@@ -177,7 +181,7 @@ def create(inp: CreateInput, ctx: OpContext) -> CreateOutput:
     """Open (or re-open) a thread row: title, metadata and run_id up front."""
     with ctx.deps.pool.connection() as conn:
         ensure_namespace(conn, inp.org, inp.namespace)
-        written = store.upsert_thread(
+        written = upsert_thread(
             conn,
             org=inp.org,
             namespace=inp.namespace,
@@ -213,7 +217,7 @@ def update(inp: UpdateInput, ctx: OpContext) -> UpdateOutput:
     if inp.title is None and inp.metadata is None and run_id is None:
         raise BadRequestError("conversation.update needs at least one of title, metadata, run_id")
     with ctx.deps.pool.connection() as conn:
-        updated_at = store.update_thread(
+        updated_at = update_thread(
             conn,
             org=inp.org,
             namespace=inp.namespace,
@@ -290,16 +294,16 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with ctx.deps.pool.connection() as conn:
-        thread = store.get_thread(conn, *scope)
-        msg_count = store.count_live_turns(conn, *scope, agent)
+        thread = get_thread(conn, *scope)
+        msg_count = count_live_turns(conn, *scope, agent)
         # Found: a thread row, or any agent's live turn (this agent may have none).
         found = bool(thread) or msg_count > 0
         if not found and agent is not None:
-            found = store.count_live_turns(conn, *scope, None) > 0
+            found = count_live_turns(conn, *scope, None) > 0
         rows: list[dict[str, Any]] = []
         if inp.include_messages:
             budget = ctx.live().conversation_page_max_bytes
-            fetched, _ = store.page_turns(
+            fetched, _ = page_turns(
                 conn,
                 org=inp.org,
                 namespace=inp.namespace,
@@ -357,7 +361,7 @@ def list_turns(inp: ListInput, ctx: OpContext) -> ListOutput:
         after = (ts, msg_id)
     budget = ctx.live().conversation_page_max_bytes
     with ctx.deps.pool.connection() as conn:
-        rows, held = store.page_turns(
+        rows, held = page_turns(
             conn,
             org=inp.org,
             namespace=inp.namespace,
@@ -404,7 +408,7 @@ def threads(inp: ThreadsInput, ctx: OpContext) -> ThreadsOutput:
         )
     shown = ctx.live().conversation_search_excerpt_chars
     with ctx.deps.pool.connection() as conn:
-        rows = store.recent_threads(
+        rows = recent_threads(
             conn,
             org=inp.org,
             namespace=inp.namespace,
@@ -449,7 +453,7 @@ def delete(inp: DeleteInput, ctx: OpContext) -> DeleteOutput:
     if inp.confirm_thread_id != inp.thread_id:
         raise BadRequestError("confirm_thread_id must equal thread_id; nothing was deleted")
     with ctx.deps.pool.connection() as conn:
-        when, affected = store.delete_thread(
+        when, affected = delete_thread(
             conn, inp.org, inp.namespace, inp.thread_id, any_agent(inp.agent)
         )
     return DeleteOutput(

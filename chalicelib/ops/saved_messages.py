@@ -23,9 +23,11 @@ from chalicelib.sensitivity import (
     reads_as_high,
 )
 from chalicelib.store import saved_messages as store
-from chalicelib.store.conversations import NewTurn, settle_turn_embedding, take_thread_lease
 from chalicelib.store.pool import read_connection
 from chalicelib.store.saved_search import lexical_leg, vector_leg
+from chalicelib.store.thread_leases import take_thread_lease
+from chalicelib.store.turn_tombstones import settle_turn_embedding
+from chalicelib.store.turn_writes import NewTurn
 
 USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")  # a user-pinned token works
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]

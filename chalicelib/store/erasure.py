@@ -15,10 +15,11 @@ from psycopg import Connection, sql
 
 from chalicelib.auth import personal_namespace
 from chalicelib.search.store_upkeep import rewrite_thread_windows
-from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
-from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
-from chalicelib.store.conversations import summary_row, take_thread_leases
+from chalicelib.store.compaction_rows import summary_row
 from chalicelib.store.recorded import settle_saved_only
+from chalicelib.store.thread_leases import take_thread_leases
+from chalicelib.store.turn_tombstones import HOLDS_EMBEDDING as HOLDS
+from chalicelib.store.turn_tombstones import PASSED_TO_HOLDER as PASSED
 
 Kind = Literal["user", "namespace_list"]
 

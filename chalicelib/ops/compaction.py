@@ -10,7 +10,7 @@ from pydantic import Field
 
 from chalicelib.errors import UnavailableError, UpstreamError
 from chalicelib.ops.common import AgentScoped, OpOutput
-from chalicelib.ops.conversation import ThreadId, any_agent
+from chalicelib.ops.conversation_fields import ThreadId, any_agent
 from chalicelib.policies import policy_block
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.providers.llm import LLMError

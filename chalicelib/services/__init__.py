@@ -1,0 +1,1 @@
+"""Domain steps that ops, workers and the entrypoints share, above the store."""

@@ -13,8 +13,8 @@ from chalicelib.deps import Deps
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
 from chalicelib.services.turn_writer import embeddable
-from chalicelib.store.conversations import NewTurn
 from chalicelib.store.pool import lease_lock, read_connection, sent_whole
+from chalicelib.store.turn_writes import NewTurn
 
 SIZES = {"quick": 400, "full": 3000}
 ROUNDS = 5

@@ -526,10 +526,24 @@ def _http_url(text: str) -> str:
     return text
 
 
+# The subcommands of `loom`, each added by its own function below.
+Subparsers = argparse._SubParsersAction
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="loom", description="Loom: the memory service.")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_serve(sub)
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
+    _add_token(sub)
+    _add_settings(sub)
+    _add_ingest_transcript(sub)
+    _add_drops(sub)
+    _add_reextract(sub)
+    return parser
 
+
+def _add_serve(sub: Subparsers) -> None:
     serve = sub.add_parser("serve", help="serve the HTTP API and the workers")
     serve.add_argument(
         "--port", type=_int_between(1, 65535), default=None, help="default LOOM_PORT (7777)"
@@ -542,8 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(fn=cmd_serve)
 
-    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
 
+def _add_token(sub: Subparsers) -> None:
     token = sub.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
     mint = token.add_parser("mint", help="mint a token (printed as the last line)")
     mint.add_argument("--org", required=True)
@@ -572,6 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("token", help="the token itself, or its id from `loom token list`")
     revoke.set_defaults(fn=cmd_token_revoke)
 
+
+def _add_settings(sub: Subparsers) -> None:
     settings = sub.add_parser("settings", help="live settings").add_subparsers(
         dest="action", required=True
     )
@@ -580,6 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     set_cmd.add_argument("value")
     set_cmd.set_defaults(fn=cmd_settings_set)
 
+
+def _add_ingest_transcript(sub: Subparsers) -> None:
     ingest = sub.add_parser("ingest-transcript", help="append a transcript file's turns")
     ingest.add_argument("--namespace", required=True)
     ingest.add_argument(
@@ -616,6 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.set_defaults(fn=cmd_ingest_transcript)
 
+
+def _add_drops(sub: Subparsers) -> None:
     drops = sub.add_parser("drops", help="what extraction dropped, summed")
     drops.add_argument("--namespace", required=True)
     drops.add_argument("--org", default=None, help="default LOOM_ORG")
@@ -624,12 +644,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     drops.set_defaults(fn=cmd_drops)
 
+
+def _add_reextract(sub: Subparsers) -> None:
     reextract = sub.add_parser("reextract", help="extract a namespace again into a fresh one")
     reextract.add_argument("--org", required=True)
     reextract.add_argument("--namespace", required=True, help="the source (only read)")
     reextract.add_argument("--into", required=True, help="the destination namespace")
     reextract.set_defaults(fn=cmd_reextract)
-    return parser
 
 
 def _bad_settings(exc: ValidationError | SettingsError) -> list[str]:

@@ -7,8 +7,26 @@ for more; ops listed in neither are called through `loom_op`; hidden ops are not
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from mcp_types import (
+    CallToolResult,
+    EmptyResult,
+    ErrorData,
+    Implementation,
+    InitializeResult,
+    JSONRPCError,
+    JSONRPCResponse,
+    ListToolsResult,
+    ServerCapabilities,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+    ToolsCapability,
+)
+from pydantic import BaseModel
 
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
@@ -21,6 +39,7 @@ from chalicelib.registry import (
     output_schema,
     registered,
 )
+from chalicelib.services import mcp_sessions
 from chalicelib.storable import unstorable
 
 SERVER_INFO = {"name": "loom", "version": "0.1.0"}
@@ -63,35 +82,43 @@ def _input_schema(spec: OpSpec) -> dict[str, Any]:
     return schema
 
 
-def _tool(spec: OpSpec) -> dict[str, Any]:
-    return {
-        "name": tool_name(spec.name),
-        "description": op_description(spec),
-        "inputSchema": _input_schema(spec),
-        "outputSchema": output_schema(spec),
-        "annotations": {
-            "readOnlyHint": spec.kind == "read",
-            "idempotentHint": spec.kind != "write",
-        },
-    }
+def _dump(message: BaseModel) -> dict[str, Any]:
+    # The fields given, none of the type's defaults: an answer names only what it means.
+    return message.model_dump(by_alias=True, exclude_unset=True)
 
 
-def list_tools(toolset: str) -> list[dict[str, Any]]:
+def _tool(spec: OpSpec) -> Tool:
+    return Tool(
+        name=tool_name(spec.name),
+        description=op_description(spec),
+        input_schema=_input_schema(spec),
+        output_schema=output_schema(spec),
+        annotations=ToolAnnotations(
+            read_only_hint=spec.kind == "read",
+            idempotent_hint=spec.kind != "write",
+        ),
+    )
+
+
+def _tools(toolset: str) -> list[Tool]:
     tools = [_tool(s) for s in registered().values() if _listed(s, toolset)]
     unlisted = sorted(s.name for s in registered().values() if s.mcp in ("unlisted", "all"))
     tools.append(
-        {
-            "name": GENERIC_TOOL,
-            "description": "Call any Loom op by name, e.g. conversation.get: "
-            + ", ".join(unlisted),
-            "inputSchema": {
+        Tool(
+            name=GENERIC_TOOL,
+            description="Call any Loom op by name, e.g. conversation.get: " + ", ".join(unlisted),
+            input_schema={
                 "type": "object",
                 "properties": {"op": {"type": "string"}, "args": {"type": "object"}},
                 "required": ["op"],
             },
-        }
+        )
     )
     return tools
+
+
+def list_tools(toolset: str) -> list[dict[str, Any]]:
+    return [_dump(tool) for tool in _tools(toolset)]
 
 
 class UnknownToolError(Exception):
@@ -120,19 +147,17 @@ def _resolve_tool(name: str, arguments: dict[str, Any]) -> tuple[OpSpec, dict[st
 
 def _call_tool(
     params: Mapping[str, Any], caller: Caller, deps: Deps, session: dict[str, Any] | None
-) -> dict[str, Any]:
+) -> CallToolResult:
     try:
         spec, args = _resolve_tool(str(params.get("name")), dict(params.get("arguments") or {}))
         if session:
             _fill_from_session(spec, args, session)
         out = call(spec.name, args, caller, deps).body
     except LoomError as exc:
-        return {"content": [{"type": "text", "text": json.dumps(exc.to_body())}], "isError": True}
-    return {
-        "content": [{"type": "text", "text": json.dumps(out, default=str)}],
-        "structuredContent": out,
-        "isError": False,
-    }
+        text = TextContent(type="text", text=json.dumps(exc.to_body()))
+        return CallToolResult(content=[text], is_error=True)
+    text = TextContent(type="text", text=json.dumps(out, default=str))
+    return CallToolResult(content=[text], structured_content=out, is_error=False)
 
 
 def _fill_from_session(spec: OpSpec, args: dict[str, Any], session: Mapping[str, Any]) -> None:
@@ -163,7 +188,8 @@ def _refused_text(named: Mapping[str, Any]) -> str | None:
 
 
 def _error(req_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
+    error = ErrorData(code=code, message=message)
+    return _dump(JSONRPCError(jsonrpc="2.0", id=req_id, error=error))
 
 
 def handle(
@@ -190,7 +216,7 @@ def handle(
     if isinstance(msg, list):
         return 400, _error(None, -32600, "invalid request: one JSON-RPC message a POST; this"
                            " server takes no batch"), {}  # fmt: skip
-    return _one(msg, query, headers, caller, deps)
+    return answer_message(msg, query, headers, caller, deps)
 
 
 def _no_constant(name: str) -> Any:
@@ -206,92 +232,150 @@ def _valid_id(req_id: Any) -> bool:
     return isinstance(req_id, str) or (isinstance(req_id, int) and not isinstance(req_id, bool))
 
 
-def _one(
+@dataclass(frozen=True)
+class Request:
+    """One JSON-RPC request, as its method's handler reads it."""
+
+    id: str | int
+    params: dict[str, Any]
+    query: Mapping[str, str]
+    caller: Caller
+    deps: Deps
+    session: dict[str, Any] | None  # the caller's open session, when the request names one
+
+
+class RequestError(Exception):
+    """A request answered with a JSON-RPC error (HTTP 200) instead of a result."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+# A handler's result, and the headers its answer carries.
+Reply = tuple[dict[str, Any], dict[str, str]]
+
+
+def _answer_initialize(request: Request) -> Reply:
+    """Open a session: the revision both sides speak, what this server offers, and its id."""
+    params, query = request.params, request.query
+    asked = params.get("protocolVersion")
+    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+    info = params.get("clientInfo") or {}
+    client = info.get("name") if isinstance(info, dict) else None
+    refused = _refused_text({"clientInfo.name": client}) or _refused_name(query)
+    if refused:
+        raise RequestError(-32602, f"invalid params: {refused}")
+    client = client or "mcp-client"
+    session_id = mcp_sessions.open_session(
+        request.deps,
+        request.caller,
+        client_name=str(client)[:200],
+        namespace=query.get("namespace") or request.caller.namespace or "",
+        agent=query.get("agent") or str(client)[:200],
+    )
+    result = InitializeResult(
+        protocol_version=version,
+        capabilities=ServerCapabilities(tools=ToolsCapability(list_changed=False)),
+        server_info=Implementation(name=SERVER_INFO["name"], version=SERVER_INFO["version"]),
+        instructions=INSTRUCTIONS,
+    )
+    return _dump(result), {SESSION_HEADER: session_id}
+
+
+def _answer_ping(request: Request) -> Reply:
+    return _dump(EmptyResult()), {}
+
+
+def _answer_tools_list(request: Request) -> Reply:
+    if request.params.get("cursor") is not None:  # no listing is paged, so no cursor was issued
+        raise RequestError(-32602, "invalid params: unknown cursor")
+    tools = _tools(request.query.get("toolset", "core"))
+    return _dump(ListToolsResult(tools=tools)), {}
+
+
+def _answer_tools_call(request: Request) -> Reply:
+    params = request.params
+    arguments = params.get("arguments")
+    if not isinstance(params.get("name"), str) or not isinstance(
+        {} if arguments is None else arguments, dict
+    ):
+        raise RequestError(-32602, "invalid params: name (a string) and arguments (an object)"
+                           " name the tool call")  # fmt: skip
+    try:
+        result = _call_tool(params, request.caller, request.deps, request.session)
+    except UnknownToolError as exc:
+        raise RequestError(-32602, str(exc)) from exc
+    except Exception as exc:
+        logger.exception("unhandled MCP tool error", extra={"tool": params.get("name")})
+        raise RequestError(-32603, "internal error; see the server log") from exc
+    return _dump(result), {}
+
+
+METHODS: dict[str, Callable[[Request], Reply]] = {
+    "initialize": _answer_initialize,
+    "ping": _answer_ping,
+    "tools/list": _answer_tools_list,
+    "tools/call": _answer_tools_call,
+}
+
+
+def _not_a_request(msg: Any) -> Answer | None:
+    """The answer to a message that is no request: 400 for one that is not JSON-RPC 2.0 (or
+    has a bad method or id), 202 for a notification (initialized, cancelled, ...); else None."""
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
+        return 400, _error(None, -32600, "invalid request: one JSON-RPC 2.0 object"), {}
+    if not isinstance(msg["method"], str):
+        return 400, _error(None, -32600, "invalid request: method must be a string"), {}
+    if "id" not in msg:
+        return 202, None, {}
+    if not _valid_id(msg["id"]):
+        return 400, _error(None, -32600, "invalid request: id must be a string or an integer"), {}
+    return None
+
+
+def answer_message(
     msg: Any,
     query: Mapping[str, str],
     headers: Mapping[str, str],
     caller: Caller,
     deps: Deps,
 ) -> Answer:
-    from chalicelib.services import mcp_sessions
-
-    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" not in msg:
-        return 400, _error(None, -32600, "invalid request: one JSON-RPC 2.0 object"), {}
-    if not isinstance(msg["method"], str):
-        return 400, _error(None, -32600, "invalid request: method must be a string"), {}
-    if "id" not in msg:
-        return 202, None, {}  # a notification (initialized, cancelled, ...)
+    """Answer one JSON-RPC message: past its envelope and the session it names (any but an
+    initialize), its method's handler answers it."""
+    not_a_request = _not_a_request(msg)
+    if not_a_request is not None:
+        return not_a_request
     req_id, method = msg["id"], msg["method"]
-    if not _valid_id(req_id):
-        return 400, _error(None, -32600, "invalid request: id must be a string or an integer"), {}
-    params: dict[str, Any] = msg["params"] if isinstance(msg.get("params"), dict) else {}
-    toolset = query.get("toolset", "core")
     session_id = _header(headers, "mcp-session-id")
-    session: dict[str, Any] | None = None  # the caller's open session, when it names one
-    extra: dict[str, str] = {}
-    if method == "initialize":
-        asked = params.get("protocolVersion")
-        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-        info = params.get("clientInfo") or {}
-        client = info.get("name") if isinstance(info, dict) else None
-        refused = _refused_text({"clientInfo.name": client}) or _refused_name(query)
-        if refused:
-            return 200, _error(req_id, -32602, f"invalid params: {refused}"), extra
-        client = client or "mcp-client"
-        session_id = mcp_sessions.open_session(
-            deps,
-            caller,
-            client_name=str(client)[:200],
-            namespace=query.get("namespace") or caller.namespace or "",
-            agent=query.get("agent") or str(client)[:200],
-        )
-        extra[SESSION_HEADER] = session_id
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": SERVER_INFO,
-            "instructions": INSTRUCTIONS,
-        }
-    elif session_id is not None and (
-        (session := _session(session_id, caller, deps, call=method == "tools/call")) is None
-    ):
-        # A session this server never opened for this caller (or one it no longer holds):
-        # MCP's 404 tells the client to initialize a new one.
-        return 404, _error(req_id, -32001, "unknown Mcp-Session-Id: initialize a new session"), {}
-    elif method == "ping":
-        result = {}
-    elif method == "tools/list":
-        if params.get("cursor") is not None:  # no listing is paged, so no cursor was issued
-            return 200, _error(req_id, -32602, "invalid params: unknown cursor"), extra
-        result = {"tools": list_tools(toolset)}
-    elif method == "tools/call":
-        arguments = params.get("arguments")
-        if not isinstance(params.get("name"), str) or not isinstance(
-            {} if arguments is None else arguments, dict
-        ):
-            return 200, _error(req_id, -32602, "invalid params: name (a string) and arguments "
-                               "(an object) name the tool call"), extra  # fmt: skip
-        try:
-            result = _call_tool(params, caller, deps, session)
-        except UnknownToolError as exc:
-            return 200, _error(req_id, -32602, str(exc)), extra
-        except Exception:
-            logger.exception("unhandled MCP tool error", extra={"tool": params.get("name")})
-            return 200, _error(req_id, -32603, "internal error; see the server log"), extra
-    else:
-        return 200, _error(req_id, -32601, f"method not found: {method}"), extra
-    return 200, {"jsonrpc": "2.0", "id": req_id, "result": result}, extra
+    session: dict[str, Any] | None = None
+    if method != "initialize" and session_id is not None:
+        session = _session(session_id, caller, deps, call=method == "tools/call")
+        if session is None:
+            # A session this server never opened for this caller (or one it no longer holds):
+            # MCP's 404 tells the client to initialize a new one.
+            unknown = "unknown Mcp-Session-Id: initialize a new session"
+            return 404, _error(req_id, -32001, unknown), {}
+    handler = METHODS.get(method)
+    if handler is None:
+        return 200, _error(req_id, -32601, f"method not found: {method}"), {}
+    params: dict[str, Any] = msg["params"] if isinstance(msg.get("params"), dict) else {}
+    try:
+        result, extra = handler(Request(req_id, params, query, caller, deps, session))
+    except RequestError as exc:
+        return 200, _error(req_id, exc.code, exc.message), {}
+    return 200, _dump(JSONRPCResponse(jsonrpc="2.0", id=req_id, result=result)), extra
 
 
 def _session(session_id: str, caller: Caller, deps: Deps, *, call: bool) -> dict[str, Any] | None:
     """The caller's open session of this id, or None. A tool call is noted on it (its implicit
     run goes on, or a new one starts after the idle time); a ping or a listing is no call and
     only checks that it exists (answered as an empty session)."""
-    from chalicelib.services.mcp_sessions import find_session
-
     if unstorable(session_id) is not None:
         return None  # no id this server issued
-    return find_session(deps, caller, session_id, call=call)
+    if not call:
+        return {} if mcp_sessions.session_exists(deps, caller, session_id) else None
+    return mcp_sessions.touch_session(deps, caller, session_id)
 
 
 def _refused_name(query: Mapping[str, str]) -> str | None:

@@ -1,8 +1,13 @@
 """One module per plane; importing this package registers every op."""
 
+# isort: off
+# The order ops register in is the order MCP lists them: the transcript's come first.
 from chalicelib.ops import (  # noqa: F401
+    conversation_logging,
+    conversation_writes,
+    conversation_reads,
+    conversation_search,
     compaction,
-    conversation,
     erasure,
     extraction,
     extraction_policy,
@@ -13,3 +18,4 @@ from chalicelib.ops import (  # noqa: F401
     session,
     system,
 )
+# isort: on

@@ -6,18 +6,30 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from pydantic import Field
 
+from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError, UpstreamError
 from chalicelib.ops.common import AgentScoped, OpOutput
-from chalicelib.ops.conversation import ThreadId, any_agent
+from chalicelib.ops.conversation_fields import ThreadId, any_agent
 from chalicelib.policies import policy_block
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.providers.llm import LLMError
+from chalicelib.providers.llm import LLMError, LLMResult
 from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import ensure_vector_index
 from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
-from chalicelib.store import conversations as store
+from chalicelib.store.compaction_rows import (
+    SUMMARY_ID_PREFIX,
+    insert_summary,
+    live_thread_turns,
+    unsaved_copies,
+    window_state,
+)
+from chalicelib.store.thread_leases import take_thread_lease
+from chalicelib.store.turn_tombstones import retire_turns
+from chalicelib.store.turn_vectors import TurnVector, insert_vectors
+from chalicelib.store.turn_writes import NewTurn
 
 SUMMARIZER_SYSTEM = (
     "You compact a conversation so it can be resumed later. Write one summary of the turns"
@@ -47,18 +59,18 @@ def summary_msg_id(agent: str, sources: list[str]) -> str:
     the same turns is replaced in place, and two agents' summaries of their own copies of the
     same turns are two turns, each with its own embedding row."""
     digest = hashlib.sha256("\x1f".join([agent, *sources]).encode()).hexdigest()[:24]
-    return store.SUMMARY_ID_PREFIX + digest
+    return SUMMARY_ID_PREFIX + digest
 
 
 def is_summary(turn: dict[str, Any]) -> bool:
-    """A compaction's summary (store.summary_row): a system turn under a summary id whose
-    metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
+    """A compaction's summary (summary_row in the store): a system turn under a summary id
+    whose metadata lists the msg_ids it replaced. A client's turn whose metadata happens to name
     `compacted_from` is a turn like any other: summarised, never retired unread."""
     metadata = turn.get("metadata")
     sources = metadata.get("compacted_from") if isinstance(metadata, dict) else None
     return (
         turn.get("role") == "system"
-        and turn["msg_id"].startswith(store.SUMMARY_ID_PREFIX)
+        and turn["msg_id"].startswith(SUMMARY_ID_PREFIX)
         and isinstance(sources, list)
         and all(isinstance(m, str) for m in sources)
     )
@@ -155,7 +167,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     agent = any_agent(inp.agent)
     scope = (inp.org, inp.namespace, inp.thread_id)
     with deps.pool.connection() as conn:
-        live = store.live_thread_turns(conn, *scope, agent)
+        live = live_thread_turns(conn, *scope, agent)
     w = plan_window(
         live,
         inp.keep_recent,
@@ -163,93 +175,118 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
         live_settings.conversation_compact_summary_chars,
         inp.min_to_compact,
     )
-
-    def refuse(reason: str, tokens_in: int = 0, tokens_out: int = 0) -> CompactOutput:
-        return CompactOutput(
-            compacted=False,
-            messages_summarized=0,
-            summary_msg_id="",
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            reason=reason,
-        )
-
-    if w.new_turns == 0:
-        if w.folded or w.replaced_unread or any(is_summary(t) for t in w.turns):
-            return refuse("already-compacted")
-        return refuse("nothing-to-compact" if w.held_back else "below-min-to-compact")
-    if w.preceding < inp.min_to_compact:
-        return refuse("below-min-to-compact")
-    policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
-    system = SUMMARIZER_SYSTEM + (policy_block(policy) if policy else "")
-    try:
-        result = deps.llm.complete(
-            system, _prompt(w, live_settings.conversation_compact_prompt_chars)
-        )
-    except LLMError as exc:
-        raise UpstreamError(f"the summarizer failed: {exc}") from exc
+    unready = _window_refusal(w, inp.min_to_compact)
+    if unready:
+        return _refused(unready)
+    result = _summarise(deps, inp, w, live_settings.conversation_compact_prompt_chars)
+    spent = (result.tokens_in, result.tokens_out)
     summary = result.text.strip()
     if not summary:
-        return refuse("summarizer-empty", result.tokens_in, result.tokens_out)
+        return _refused("summarizer-empty", *spent)
     if embedded_reads_as_high(summary, EMBED_CHARS):
-        return refuse("summary-high-sensitivity", result.tokens_in, result.tokens_out)
+        return _refused("summary-high-sensitivity", *spent)
     try:
         vector = deps.embedder.embed_documents([summary[:EMBED_CHARS]])[0]
     except EmbedderError:
-        return refuse("embed-failed", result.tokens_in, result.tokens_out)
+        return _refused("embed-failed", *spent)
     with deps.pool.connection() as conn:
         ensure_vector_index(conn, len(vector))
+    return _replace_window(deps, inp, w, summary, vector, spent)
+
+
+def _refused(reason: str, tokens_in: int = 0, tokens_out: int = 0) -> CompactOutput:
+    return CompactOutput(
+        compacted=False,
+        messages_summarized=0,
+        summary_msg_id="",
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        reason=reason,
+    )
+
+
+def _window_refusal(w: Window, min_to_compact: int) -> str | None:
+    """Why the window, as read, is not worth a summarizer call; None when it is."""
+    if w.new_turns == 0:
+        if w.folded or w.replaced_unread or any(is_summary(t) for t in w.turns):
+            return "already-compacted"
+        return "nothing-to-compact" if w.held_back else "below-min-to-compact"
+    if w.preceding < min_to_compact:
+        return "below-min-to-compact"
+    return None
+
+
+def _summarise(deps: Deps, inp: CompactInput, w: Window, prompt_chars: int) -> LLMResult:
+    """The summarizer's answer, under the namespace's extraction policy."""
+    policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    system = SUMMARIZER_SYSTEM + (policy_block(policy) if policy else "")
+    try:
+        return deps.llm.complete(system, _prompt(w, prompt_chars))
+    except LLMError as exc:
+        raise UpstreamError(f"the summarizer failed: {exc}") from exc
+
+
+def _replace_window(
+    deps: Deps,
+    inp: CompactInput,
+    w: Window,
+    summary: str,
+    vector: np.ndarray,
+    spent: tuple[int, int],
+) -> CompactOutput:
+    """Under the thread's lease, all or nothing: retire the window's turns, if it still stands,
+    and write the summary and its vector in their place."""
+    agent = any_agent(inp.agent)
+    scope = (inp.org, inp.namespace, inp.thread_id)
     retiring = w.turns + w.folded + w.replaced_unread
     keys = [(t["agent"], t["msg_id"]) for t in retiring]
     with deps.pool.connection() as conn:
-        store.take_thread_lease(conn, *scope)
+        take_thread_lease(conn, *scope)
         # The window was read before the summarizer ran: read it again under the lease. A
         # turn deleted or retired by another compaction meanwhile means the window changed,
         # and nothing is written; a turn saved meanwhile is left out (it stays live).
-        now = store.window_state(conn, *scope, keys)
+        now = window_state(conn, *scope, keys)
         if len(now.live) < len(set(keys)):
-            changed = "already-compacted" if now.summarised else "nothing-to-compact"
-            return refuse(changed, result.tokens_in, result.tokens_out)
+            return _refused("already-compacted" if now.summarised else "nothing-to-compact", *spent)
         kept = [t for t in w.turns if (t["agent"], t["msg_id"]) not in now.saved]
         sources = [t["msg_id"] for t in kept if not is_summary(t)]
         if not sources:
-            return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
+            return _refused("nothing-to-compact", *spent)
         # Turns of the window saved meanwhile no longer count toward min_to_compact.
         if w.preceding - (w.new_turns - len(sources)) < inp.min_to_compact:
-            return refuse("below-min-to-compact", result.tokens_in, result.tokens_out)
+            return _refused("below-min-to-compact", *spent)
         wanted = {(t["agent"], t["msg_id"]) for t in kept + w.folded + w.replaced_unread}
         if agent is None:  # every agent's: each summarised turn goes with all its copies
-            wanted |= store.unsaved_copies(conn, *scope, sources)
-        retired = store.retire_turns(conn, *scope, sorted(wanted))
+            wanted |= unsaved_copies(conn, *scope, sources)
+        retired = retire_turns(conn, *scope, sorted(wanted))
         if retired.keys != wanted:  # only the call that retires the turns writes a summary
             conn.rollback()
-            return refuse("nothing-to-compact", result.tokens_in, result.tokens_out)
+            return _refused("nothing-to-compact", *spent)
         first = kept[0]
         author = agent or first["agent"]
-        summary_id = summary_msg_id(author, sources)
-        turn = store.NewTurn(
+        turn = NewTurn(
             org=inp.org,
             namespace=inp.namespace,
             thread_id=inp.thread_id,
             agent=author,
-            msg_id=summary_id,
+            msg_id=summary_msg_id(author, sources),
             role="system",
             content=summary,
             metadata={"compacted_from": sources},
         )
-        if not store.insert_summary(conn, turn, first["ts"], retired.at):
+        if not insert_summary(conn, turn, first["ts"], retired.at):
             conn.rollback()  # a summary of these turns was deleted: it is not brought back
-            return refuse("already-compacted", result.tokens_in, result.tokens_out)
-        store.insert_vectors(
+            return _refused("already-compacted", *spent)
+        insert_vectors(
             conn,
             deps.embedder.name,
-            [store.TurnVector(turn, first["ts"], summary[:EMBED_CHARS], vector, None)],
+            [TurnVector(turn, first["ts"], summary[:EMBED_CHARS], vector, None)],
         )
     return CompactOutput(
         compacted=True,
         messages_summarized=len(sources),
-        summary_msg_id=summary_id,
-        tokens_in=result.tokens_in,
-        tokens_out=result.tokens_out,
+        summary_msg_id=turn.msg_id,
+        tokens_in=spent[0],
+        tokens_out=spent[1],
         reason="",
     )

@@ -9,6 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from chalicelib.config import Settings
 from chalicelib.errors import BadRequestError, ValidationFailedError
 from chalicelib.extraction.pipeline import (
     MAX_STEPS,
@@ -142,8 +143,27 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     with read_connection(deps.pool) as conn:
         began = database_clock(conn)
     now = inp.request_time or deps.clock()
-    run = Run(
-        deps=deps,
+    run = _new_run(inp, ctx, live, policy, now)
+    # The turns are stored first, so memory.recall and memory.evidence hold them whether or
+    # not anything is extracted, a failed model call included (the spec's order).
+    context = _context(inp, run)
+    run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now, context))
+    stubbed, forgotten = _extract_and_write(run, inp, now, began)
+    out = _answer(inp, run, stubbed, forgotten, under_policy=policy is not None)
+    _name_unapplied(inp, ctx, out)
+    return out
+
+
+def _new_run(
+    inp: SetFromMessagesInput,
+    ctx: OpContext,
+    live: Settings,
+    policy: str | None,
+    now: datetime,
+) -> Run:
+    """The extraction run of this request: who it writes for, the turns, what it reads."""
+    return Run(
+        deps=ctx.deps,
         caller=ctx.caller,
         live=live,
         org=inp.org,
@@ -165,12 +185,16 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         and inp.agent_learnings is not False
         and not is_coding_capture(inp.extra_tags),  # coding captures never
     )
+
+
+def _extract_and_write(
+    run: Run, inp: SetFromMessagesInput, now: datetime, began: datetime
+) -> tuple[list[str], list[str]]:
+    """Extract from the turns and write what comes out (a typed record, or the pipeline's facts
+    with their evidence links, forgets and the session digest), then settle the run, failed or
+    not; the record's stubbed fields and the keys forgotten."""
     stubbed: list[str] = []
     forgotten: list[str] = []
-    # The turns are stored first, so memory.recall and memory.evidence hold them whether or
-    # not anything is extracted, a failed model call included (the spec's order).
-    context = _context(inp, run)
-    run_step(run, "loom.store_evidence", lambda r: _store_evidence(r, now, context))
     # What follows the extraction fails open like the pipeline's steps: a write the database
     # refuses (a digest key too wide for its index) is named in pipeline_errors, and what the
     # earlier steps wrote stands.
@@ -194,8 +218,19 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         _settle(run, began)
         raise
     _settle(run, began)
+    return stubbed, forgotten
+
+
+def _answer(
+    inp: SetFromMessagesInput,
+    run: Run,
+    stubbed: list[str],
+    forgotten: list[str],
+    *,
+    under_policy: bool,
+) -> SetFromMessagesOutput:
     written = [WrittenOut(**w.__dict__) for w in run.written]
-    out = SetFromMessagesOutput(
+    return SetFromMessagesOutput(
         written=[w for w in written if not w.key.startswith(("chunk:", "digest:"))],
         tokens_in=run.tokens_in,
         tokens_out=run.tokens_out,
@@ -211,10 +246,8 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
         observation_date_source="caller" if inp.observation_date else "request_time",
         stubbed_fields=stubbed,
         pipeline_errors=run.pipeline_errors,
-        under_operator_policy=policy is not None,
+        under_operator_policy=under_policy,
     )
-    _name_unapplied(inp, ctx, out)
-    return out
 
 
 def _settle(run: Run, began: datetime) -> None:

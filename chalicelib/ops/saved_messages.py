@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints, model_validator
 
 from chalicelib.auth import ReadScope
 from chalicelib.cursors import decode_cursor, encode_cursor
+from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError, ValidationFailedError
 from chalicelib.legs import beside
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, check_turn_key
@@ -23,9 +24,11 @@ from chalicelib.sensitivity import (
     reads_as_high,
 )
 from chalicelib.store import saved_messages as store
-from chalicelib.store.conversations import NewTurn, settle_turn_embedding, take_thread_lease
 from chalicelib.store.pool import read_connection
 from chalicelib.store.saved_search import lexical_leg, vector_leg
+from chalicelib.store.thread_leases import take_thread_lease
+from chalicelib.store.turn_tombstones import settle_turn_embedding
+from chalicelib.store.turn_writes import NewTurn
 
 USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")  # a user-pinned token works
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
@@ -82,98 +85,137 @@ class SaveOutput(OpOutput):
 def save_message(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     """Flag one message saved for its user (storing it if the transcript does not hold it),
     and make sure it has a vector; retrying repairs whatever an earlier call left undone."""
-    deps = ctx.deps
-    model = deps.embedder.name
-    key = (inp.org, inp.namespace, inp.conversation_id, inp.message_id)
-
-    # A token pinned to one user saves only rows that are new or already that user's: claiming
-    # a shared turn would hand it a transcript read its scope refuses.
-    shared_ok = not ctx.caller.bounded
-
-    def answer(indexed: bool, reason: SaveReason, ts: datetime | None = None) -> SaveOutput:
-        return SaveOutput(
-            conversation_id=inp.conversation_id,
-            message_id=inp.message_id,
-            indexed=indexed,
-            reason=reason,
-            ts=ts or deps.clock(),
-        )
-
-    # What each text embedded to (a vector, or the embed's error), kept across attempts.
-    embedded: dict[str, tuple[np.ndarray | None, str | None]] = {}
+    saving = _Saving(inp, ctx.deps, shared_ok=not ctx.caller.bounded)
     for _ in range(SAVE_ATTEMPTS):
-        with read_connection(deps.pool) as conn:
-            copy = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
-        if copy is not None:
-            refusal = _refusal(copy, inp.user_id, shared_ok)
-            if refusal:
-                return answer(False, refusal)
-            if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
-                return answer(True, "duplicate", copy["ts"])
-        content = copy["content"] if copy else inp.content
-        if embedded_reads_as_high(content, EMBED_CHARS):
-            return answer(False, "high_sensitivity")
-        text = content[:EMBED_CHARS]
-        vector, error = None, None
-        if copy is None or not copy["has_vector"]:
-            if text not in embedded:
-                try:
-                    embedded[text] = (deps.embedder.embed_documents([text])[0], None)
-                except EmbedderError as exc:
-                    embedded[text] = (None, str(exc)[:1000])
-            vector, error = embedded[text]
-        turn = NewTurn(
-            org=inp.org,
-            namespace=inp.namespace,
-            thread_id=inp.conversation_id,
-            agent=copy["agent"] if copy else inp.agent,
-            msg_id=inp.message_id,
-            role=copy["role"] if copy else inp.role,
-            content=content,
-            user_id=inp.user_id,
-        )
-        with deps.pool.connection() as conn:
-            take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
-            # Under the lease: the message as it stands now. An append or save that stored it
-            # meanwhile, an unsave that removed it, or a vector that went means what was read
-            # (and embedded) is stale: read it again, with the stored turn's text.
-            landed = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
-            if _moved(copy, landed, content):
-                continue
-            if landed is None:
-                store.insert_saved_turn(conn, turn)
-            else:
-                refusal = _refusal(landed, inp.user_id, shared_ok)
-                if refusal:
-                    return answer(False, refusal)
-                turn = replace(turn, agent=landed["agent"])
-            claimed = store.claim_saved(
-                conn, *key[:3], turn.agent, inp.message_id, inp.user_id, shared_ok=shared_ok
-            )
-            if claimed is None:
-                conn.rollback()
-                latest = store.find_copy(conn, *key, inp.agent, model, inp.user_id)
-                refusal = _refusal(latest, inp.user_id, shared_ok) if latest else ""
-                if refusal:
-                    return answer(False, refusal)
-                continue  # the copy went meanwhile: read the message again
-            store.flag_embedding(
-                conn,
-                replace(turn, run_id=claimed["run_id"], role=claimed["role"]),
-                model=model,
-                text=text,
-                ts=claimed["ts"],
-                saved_at=claimed["saved_at"],
-                vector=vector,
-                error=error,
-                fresh=vector is not None or error is not None,
-            )
-        if error is not None:
-            return answer(False, "embed_failed", claimed["ts"])
-        return answer(True, "", claimed["ts"])
+        answer = _attempt_save(saving)
+        if answer is not None:
+            return answer
     raise UnavailableError(
         "conversation.save_message: the message kept changing while it was saved; retry"
     )
+
+
+@dataclass
+class _Saving:
+    """One save_message call: the message, whether the caller may claim a shared row, and what
+    its texts embedded to."""
+
+    inp: SaveInput
+    deps: Deps
+    # A token pinned to one user saves only rows that are new or already that user's: claiming
+    # a shared turn would hand it a transcript read its scope refuses.
+    shared_ok: bool
+    # What each text embedded to (a vector, or the embed's error), kept across attempts.
+    embedded: dict[str, tuple[np.ndarray | None, str | None]] = field(default_factory=dict)
+
+    def find_copy(self, conn: Any) -> dict[str, Any] | None:
+        inp = self.inp
+        key = (inp.org, inp.namespace, inp.conversation_id, inp.message_id)
+        return store.find_copy(conn, *key, inp.agent, self.deps.embedder.name, inp.user_id)
+
+    def embed(self, text: str) -> tuple[np.ndarray | None, str | None]:
+        if text not in self.embedded:
+            try:
+                self.embedded[text] = (self.deps.embedder.embed_documents([text])[0], None)
+            except EmbedderError as exc:
+                self.embedded[text] = (None, str(exc)[:1000])
+        return self.embedded[text]
+
+    def answer(self, indexed: bool, reason: SaveReason, ts: datetime | None = None) -> SaveOutput:
+        return SaveOutput(
+            conversation_id=self.inp.conversation_id,
+            message_id=self.inp.message_id,
+            indexed=indexed,
+            reason=reason,
+            ts=ts or self.deps.clock(),
+        )
+
+
+def _attempt_save(s: _Saving) -> SaveOutput | None:
+    """Read the message, embed it when its row has no vector, and save it under the lease;
+    None when it changed in between (read it again)."""
+    inp = s.inp
+    with read_connection(s.deps.pool) as conn:
+        copy = s.find_copy(conn)
+    if copy is not None:
+        refusal = _refusal(copy, inp.user_id, s.shared_ok)
+        if refusal:
+            return s.answer(False, refusal)
+        if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
+            return s.answer(True, "duplicate", copy["ts"])
+    content = copy["content"] if copy else inp.content
+    if embedded_reads_as_high(content, EMBED_CHARS):
+        return s.answer(False, "high_sensitivity")
+    has_vector = copy is not None and copy["has_vector"]
+    embedding = (None, None) if has_vector else s.embed(content[:EMBED_CHARS])
+    turn = NewTurn(
+        org=inp.org,
+        namespace=inp.namespace,
+        thread_id=inp.conversation_id,
+        agent=copy["agent"] if copy else inp.agent,
+        msg_id=inp.message_id,
+        role=copy["role"] if copy else inp.role,
+        content=content,
+        user_id=inp.user_id,
+    )
+    return _save_under_lease(s, copy, turn, embedding)
+
+
+def _save_under_lease(
+    s: _Saving,
+    read: dict[str, Any] | None,
+    turn: NewTurn,
+    embedding: tuple[np.ndarray | None, str | None],
+) -> SaveOutput | None:
+    """Under the thread's lease: store the message if it is new, claim it for the user, and
+    flag its vector row; None when it changed since `read` (read it again)."""
+    inp, model = s.inp, s.deps.embedder.name
+    vector, error = embedding
+    with s.deps.pool.connection() as conn:
+        take_thread_lease(conn, inp.org, inp.namespace, inp.conversation_id)
+        # Under the lease: the message as it stands now. An append or save that stored it
+        # meanwhile, an unsave that removed it, or a vector that went means what was read
+        # (and embedded) is stale: read it again, with the stored turn's text.
+        landed = s.find_copy(conn)
+        if _moved(read, landed, turn.content):
+            return None
+        if landed is None:
+            store.insert_saved_turn(conn, turn)
+        else:
+            refusal = _refusal(landed, inp.user_id, s.shared_ok)
+            if refusal:
+                return s.answer(False, refusal)
+            turn = replace(turn, agent=landed["agent"])
+        claimed = store.claim_saved(
+            conn,
+            inp.org,
+            inp.namespace,
+            inp.conversation_id,
+            turn.agent,
+            inp.message_id,
+            inp.user_id,
+            shared_ok=s.shared_ok,
+        )
+        if claimed is None:
+            conn.rollback()
+            latest = s.find_copy(conn)
+            refusal = _refusal(latest, inp.user_id, s.shared_ok) if latest else ""
+            # A refusal now, or the copy went meanwhile: read the message again.
+            return s.answer(False, refusal) if refusal else None
+        store.flag_embedding(
+            conn,
+            replace(turn, run_id=claimed["run_id"], role=claimed["role"]),
+            model=model,
+            text=turn.content[:EMBED_CHARS],
+            ts=claimed["ts"],
+            saved_at=claimed["saved_at"],
+            vector=vector,
+            error=error,
+            fresh=vector is not None or error is not None,
+        )
+    if error is not None:
+        return s.answer(False, "embed_failed", claimed["ts"])
+    return s.answer(True, "", claimed["ts"])
 
 
 def _moved(read: dict[str, Any] | None, now: dict[str, Any] | None, content: str) -> bool:

@@ -9,7 +9,7 @@ from chalicelib.deps import Deps
 from chalicelib.errors import ValidationFailedError
 from chalicelib.registry import validated
 from chalicelib.services.turn_writer import record_turns
-from chalicelib.store.conversations import NewTurn
+from chalicelib.store.turn_writes import NewTurn
 from chalicelib.transcript_file import turn_msg_id
 
 BATCH = 64

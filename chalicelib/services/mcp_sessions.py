@@ -1,6 +1,4 @@
-"""MCP sessions as the /mcp endpoint keeps them: opened by `initialize`, found again by the
-Mcp-Session-Id header (only by the org and principal that opened them), each in a transaction
-of its own."""
+"""MCP sessions: one opened at initialize, then found (a ping, a listing) or touched (a call)."""
 
 from __future__ import annotations
 
@@ -8,15 +6,15 @@ from typing import Any
 
 from chalicelib.auth import Caller
 from chalicelib.deps import Deps
-from chalicelib.store import mcp_sessions
+from chalicelib.store import mcp_sessions as store
 
 
 def open_session(
     deps: Deps, caller: Caller, *, client_name: str, namespace: str, agent: str
 ) -> str:
-    """A new session's id."""
+    """A new session of this caller's, with its first implicit run; its id."""
     with deps.pool.connection() as conn:
-        return mcp_sessions.open_session(
+        return store.open_session(
             conn,
             org=caller.org,
             principal=caller.principal,
@@ -26,15 +24,15 @@ def open_session(
         )
 
 
-def find_session(
-    deps: Deps, caller: Caller, session_id: str, *, call: bool
-) -> dict[str, Any] | None:
-    """The caller's open session of this id, or None. A tool call is noted on it (its implicit
-    run goes on, or a new one starts after the idle time); anything else only checks that it
-    exists (answered as an empty session)."""
+def session_exists(deps: Deps, caller: Caller, session_id: str) -> bool:
+    """Whether this caller opened the session (no call is noted)."""
     with deps.pool.connection() as conn:
-        if not call:
-            found = mcp_sessions.session_open(conn, session_id, caller.org, caller.principal)
-            return {} if found else None
+        return store.session_open(conn, session_id, caller.org, caller.principal)
+
+
+def touch_session(deps: Deps, caller: Caller, session_id: str) -> dict[str, Any] | None:
+    """The caller's session, a call noted on it: its implicit run goes on, or a new one starts
+    after the idle time; None when this caller opened no such session."""
+    with deps.pool.connection() as conn:
         idle = deps.live().mcp_session_run_idle_seconds
-        return mcp_sessions.touch_session(conn, session_id, caller.org, caller.principal, idle)
+        return store.touch_session(conn, session_id, caller.org, caller.principal, idle)

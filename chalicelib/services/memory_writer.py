@@ -10,6 +10,7 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 import numpy as np
+from psycopg import Connection
 
 from chalicelib.blacklist import blacklisted
 from chalicelib.deps import Deps
@@ -76,6 +77,7 @@ def write_entries(
     extracted one does so only with `value_updates`, else it is a conflict. `timings` gets
     the milliseconds of each phase (bulk.checks, bulk.embed, bulk.write)."""
     clock = _Phases(timings)
+    author = _Author(org, namespace, user_id, source, agent, session_id, principal)
     with deps.pool.connection() as conn:
         patterns = store.blacklist_patterns(conn, org, namespace)
     refused = {id(e) for e in entries if blacklisted(e.value, patterns)}
@@ -101,43 +103,11 @@ def write_entries(
             row = existing.get(e.key)
             verdict, version = _verdict(row, e, source, value_updates)
             if verdict in ("created", "updated"):
-                w = store.MemoryWrite(
-                    key=e.key,
-                    value=e.value,
-                    content_hash=canonical_hash(e.value),
-                    kind=e.kind,
-                    tags=sorted(set(e.tags)),
-                    source=source,
-                    agent=agent,
-                    session_id=session_id,
-                    valid_at=e.valid_at,
-                    observation_date=e.observation_date,
-                    pinned=e.pinned,
-                    locked=e.locked,
-                    vector=vectors.get(id(e)),
-                    embed_model=deps.embedder.name,
-                    withheld=embedded_reads_as_high(e.value, EMBED_CHARS),
-                )
-                store.write_memory(conn, org, namespace, user_id, w, version, verdict)
-                write_audit(
-                    conn,
-                    org=org,
-                    namespace=namespace,
-                    op="memory.write",
-                    principal=principal,
-                    body_sha256=w.content_hash,
-                )
+                vector = vectors.get(id(e))
+                written = _write_version(conn, deps, author, e, version, verdict, vector)
                 # The row as this write left it, so a later entry with the same key in this
                 # call gets its verdict from it (unchanged, locked, pinned, updated).
-                # A retired row's flags went with it (the new row starts unpinned, unlocked).
-                before = row if row is not None and row["retired_at"] is None else {}
-                existing[e.key] = {
-                    **before,
-                    "version": version,
-                    "retired_at": None,
-                    "content_hash": w.content_hash,
-                    **_flags_after(before, e),
-                }
+                existing[e.key] = _row_after_write(row, e, version, written)
             elif verdict == "unchanged" and (e.pinned is not None or e.locked is not None):
                 store.set_flags(conn, org, namespace, user_id, e.key, e.pinned, e.locked)
                 if row is not None:
@@ -146,6 +116,74 @@ def write_entries(
             neighbours.append(e.key)
     clock.lap("bulk.write")
     return out
+
+
+@dataclass(frozen=True)
+class _Author:
+    """Who writes, and where: the scope of the rows and what each version records of it."""
+
+    org: str
+    namespace: str
+    user_id: str
+    source: str
+    agent: str
+    session_id: str
+    principal: str
+
+
+def _write_version(
+    conn: Connection,
+    deps: Deps,
+    author: _Author,
+    e: Entry,
+    version: int,
+    verdict: Verdict,
+    vector: np.ndarray | None,
+) -> str:
+    """Write the entry as the row's new version, and its audit line; the content hash."""
+    w = store.MemoryWrite(
+        key=e.key,
+        value=e.value,
+        content_hash=canonical_hash(e.value),
+        kind=e.kind,
+        tags=sorted(set(e.tags)),
+        source=author.source,
+        agent=author.agent,
+        session_id=author.session_id,
+        valid_at=e.valid_at,
+        observation_date=e.observation_date,
+        pinned=e.pinned,
+        locked=e.locked,
+        vector=vector,
+        embed_model=deps.embedder.name,
+        withheld=embedded_reads_as_high(e.value, EMBED_CHARS),
+    )
+    scope = (author.org, author.namespace, author.user_id)
+    store.write_memory(conn, *scope, w, version, verdict)
+    write_audit(
+        conn,
+        org=author.org,
+        namespace=author.namespace,
+        op="memory.write",
+        principal=author.principal,
+        body_sha256=w.content_hash,
+    )
+    return w.content_hash
+
+
+def _row_after_write(
+    row: dict[str, Any] | None, e: Entry, version: int, content_hash: str
+) -> dict[str, Any]:
+    """The row as a write of `e` left it. A retired row's flags went with it (the new row
+    starts unpinned, unlocked)."""
+    before = row if row is not None and row["retired_at"] is None else {}
+    return {
+        **before,
+        "version": version,
+        "retired_at": None,
+        "content_hash": content_hash,
+        **_flags_after(before, e),
+    }
 
 
 class _Phases:

@@ -15,18 +15,16 @@ from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.search.store_vectors import ensure_vector_index, vector_index_ready
 from chalicelib.sensitivity import embedded_reads_as_high
 from chalicelib.store import worker_positions
-from chalicelib.store.conversations import (
+from chalicelib.store.pool import database_clock, read_connection
+from chalicelib.store.turn_vectors import TurnVector, turns_without_vectors, write_embeddings
+from chalicelib.store.turn_writes import (
     UNRECORDED,
     NewTurn,
-    TurnVector,
     adopt_saved_turns,
     append_state,
     existing_copies,
     insert_turns,
-    turns_without_vectors,
-    write_embeddings,
 )
-from chalicelib.store.pool import database_clock, read_connection
 
 AppendReason = Literal["", "duplicate", "logging_disabled", "deleted"]
 

@@ -15,10 +15,11 @@ from psycopg import Connection, sql
 
 from chalicelib.names import personal_namespace
 from chalicelib.search.store_upkeep import rewrite_thread_windows
-from chalicelib.store.conversations import HOLDS_EMBEDDING as HOLDS
-from chalicelib.store.conversations import PASSED_TO_HOLDER as PASSED
-from chalicelib.store.conversations import summary_row, take_thread_leases
+from chalicelib.store.compaction_rows import summary_row
 from chalicelib.store.recorded import settle_saved_only
+from chalicelib.store.thread_leases import take_thread_leases
+from chalicelib.store.turn_tombstones import HOLDS_EMBEDDING as HOLDS
+from chalicelib.store.turn_tombstones import PASSED_TO_HOLDER as PASSED
 
 Kind = Literal["user", "namespace_list"]
 
@@ -213,6 +214,17 @@ def erase_threads(
     }
     # The same leases appends, saves, compaction and deletes take.
     take_thread_leases(conn, s.org, threads)
+    tomb = _tombstone_threads(conn, s, params)
+    _clear_titler_titles(conn, params)
+    removed = _purge_threads(conn, s, params) if purge else {}
+    _scrub_windows(conn, s.org, threads, params)
+    return tomb, removed
+
+
+def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> Counts:
+    """Tombstone the subject's turns of the batch (and the summaries built from them), the
+    embedding rows no other live copy holds, and its thread rows (the caller holds the
+    leases)."""
     subj_e = subject_match(EMBEDDINGS, s, "e")
     subj_t = subject_match(THREADS, s, "t")
     tomb: Counts = {}
@@ -257,6 +269,10 @@ def erase_threads(
         ).format(subj=subj_t),
         params,
     )
+    return tomb
+
+
+def _clear_titler_titles(conn: Connection, params: dict[str, Any]) -> None:
     # A title the titler wrote may quote the subject's turns (every thread of the batch holds
     # some, live, tombstoned or expired with only an embedding row left): it titles the
     # thread again, a deleted thread's title is cleared all the same.
@@ -268,12 +284,18 @@ def erase_threads(
         " AND (t.title_by_titler AND t.title <> '' OR t.metadata ? 'title_refused')",
         params,
     )
-    removed = _purge_threads(conn, s, params) if purge else {}
-    for namespace, thread_id in threads:  # no window or context vector keeps erased text
+
+
+def _scrub_windows(
+    conn: Connection, org: str, threads: list[tuple[str, str]], params: dict[str, Any]
+) -> None:
+    """No window or context vector keeps erased text: the live rows' are rewritten, the
+    tombstoned rows' cleared."""
+    for namespace, thread_id in threads:
         # A row left held by a copy a save alone stored (its recorded copies erased) leaves
         # transcript search, and the windows read past it.
-        settle_saved_only(conn, s.org, namespace, thread_id)
-        rewrite_thread_windows(conn, s.org, namespace, thread_id)
+        settle_saved_only(conn, org, namespace, thread_id)
+        rewrite_thread_windows(conn, org, namespace, thread_id)
     # A tombstoned row's window and context vector are read by nothing, but may hold the
     # subject's words: they go too (a row brought back is given both afresh).
     conn.execute(
@@ -283,7 +305,6 @@ def erase_threads(
         " AND (e.window_tsv IS NOT NULL OR e.context_of IS NOT NULL)",
         params,
     )
-    return tomb, removed
 
 
 def _purge_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> Counts:

@@ -8,7 +8,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.search.store_upkeep import rewrite_thread_windows
-from chalicelib.store.conversations import take_thread_leases
+from chalicelib.store.thread_leases import take_thread_leases
 
 # An embedding row's primary key, in order: where a sweep stands.
 _KEY_COLUMNS = ("org", "namespace", "thread_id", "msg_id", "model")

@@ -10,7 +10,7 @@ from psycopg import Connection
 from psycopg.rows import dict_row
 
 from chalicelib.search.store_upkeep import note_moving_rows, rewrite_windows_from
-from chalicelib.store.conversations import NewTurn
+from chalicelib.store.turn_writes import NewTurn
 
 # The tsvector of a row's whole text (its first 500,000 characters when the whole would pass
 # a tsvector's 1 MB: loom.saved_tsvector) and its length in tokens, for the BM25 leg.

@@ -15,7 +15,7 @@ from typing import Any
 from psycopg import Connection
 from psycopg.rows import dict_row
 
-from chalicelib.store.conversations import take_thread_lease
+from chalicelib.store.thread_leases import take_thread_lease
 
 # A thread needs a title when it has no live thread row with a title or a refusal mark.
 # No thread row, a deleted one (its id in use again: made anew when claimed), or a live one

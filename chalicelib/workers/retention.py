@@ -12,8 +12,8 @@ from collections.abc import Callable
 from psycopg import Connection
 
 from chalicelib.deps import Deps
-from chalicelib.store.conversations import purge_expired_turns
 from chalicelib.store.extraction_support import purge_expired_cache, purge_old_drops
+from chalicelib.store.retention import purge_expired_turns
 
 BATCH = 5000
 MAX_BATCHES_PER_PASS = 200

@@ -21,7 +21,8 @@ import pytest
 from chalicelib import dashboard
 from chalicelib.auth import mint_token
 from chalicelib.providers.llm import LLMResult
-from chalicelib.store.conversations import NewTurn, insert_summary
+from chalicelib.store.compaction_rows import insert_summary
+from chalicelib.store.turn_writes import NewTurn
 from tests.live_server import ROOT, live_server
 
 SHOTS = ROOT / "build" / "screenshots"

@@ -21,7 +21,7 @@ from chalicelib.ops.compaction import summary_msg_id
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.providers.llm import LLMResult
 from chalicelib.registry import call
-from chalicelib.store import conversations as conversations_store
+from chalicelib.store import compaction_rows, thread_leases, turn_writes
 from tests.integration.test_conversation_support import NS
 from tests.integration.test_saved_support import (
     OFF_NS,
@@ -153,7 +153,7 @@ def test_a_summary_row_tombstoned_by_a_delete_is_never_brought_back(t, deps, poo
     (row,) = [r for r in transcript(pool, org) if r["msg_id"] == first["summary_msg_id"]]
     assert row["tombstoned_at"] is not None
 
-    turn = conversations_store.NewTurn(
+    turn = turn_writes.NewTurn(
         org=org,
         namespace=NS,
         thread_id="th",
@@ -164,8 +164,8 @@ def test_a_summary_row_tombstoned_by_a_delete_is_never_brought_back(t, deps, poo
         metadata={"compacted_from": [f"m{i:02d}" for i in range(6)]},
     )
     with pool.connection() as conn:
-        conversations_store.take_thread_lease(conn, org, NS, "th")
-        written = conversations_store.insert_summary(conn, turn, row["ts"], datetime.now(UTC))
+        thread_leases.take_thread_lease(conn, org, NS, "th")
+        written = compaction_rows.insert_summary(conn, turn, row["ts"], datetime.now(UTC))
     assert written is False
     (after,) = [r for r in transcript(pool, org) if r["msg_id"] == first["summary_msg_id"]]
     assert after["tombstoned_at"] == row["tombstoned_at"]

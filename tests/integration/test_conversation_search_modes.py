@@ -22,8 +22,9 @@ from chalicelib.search.tuning import SearchCaches, SearchTuning
 from chalicelib.sensitivity import reads_as_high
 from chalicelib.services import turn_writer
 from chalicelib.services.turn_writer import record_turns
-from chalicelib.store.conversations import NewTurn, TurnVector, insert_turns, write_embeddings
 from chalicelib.store.pool import read_connection
+from chalicelib.store.turn_vectors import TurnVector, write_embeddings
+from chalicelib.store.turn_writes import NewTurn, insert_turns
 from chalicelib.workers.retention import purge_expired_conversations
 from tests.integration.test_conversation_support import (
     NS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from psycopg.types.json import Jsonb
 
-from chalicelib.store.conversations import purge_expired_turns
+from chalicelib.store.retention import purge_expired_turns
 from tests.integration.test_conversation_support import NS, Tenant, embedding_rows, turn_rows
 
 ANN, BOB = "u-ann", "u-bob"

@@ -12,8 +12,8 @@ from psycopg_pool import ConnectionPool
 
 from chalicelib.auth import mint_token
 from chalicelib.store import pool as pool_module
-from chalicelib.store.conversations import take_thread_lease
 from chalicelib.store.pool import open_pool
+from chalicelib.store.thread_leases import take_thread_lease
 from tests.conftest import Api
 
 

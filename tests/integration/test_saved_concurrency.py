@@ -14,9 +14,9 @@ import numpy as np
 from chalicelib.auth import local_caller
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.registry import call
-from chalicelib.store import conversations as conversations_store
 from chalicelib.store import saved_messages as saved_store
-from chalicelib.store.conversations import take_thread_lease
+from chalicelib.store import turn_tombstones
+from chalicelib.store.thread_leases import take_thread_lease
 from tests.integration.test_saved_support import (
     NS,
     OFF_NS,
@@ -110,9 +110,9 @@ def widen_race_windows(monkeypatch, request, pool, org: str, seed: int) -> None:
     # An append sends its vector write whole: the pause runs on the server, lease held.
     request.addfinalizer(held_vector_writes(pool, org, "random() * 0.003"))
     monkeypatch.setattr(
-        conversations_store,
+        turn_tombstones,
         "_settle_thread_embeddings",
-        before(conversations_store._settle_thread_embeddings),
+        before(turn_tombstones._settle_thread_embeddings),
     )
     monkeypatch.setattr(saved_store, "claim_saved", after(saved_store.claim_saved))
     monkeypatch.setattr(saved_store, "flag_embedding", before(saved_store.flag_embedding))

@@ -198,7 +198,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     except EmbedderError:
         return refuse("embed-failed", result.tokens_in, result.tokens_out)
     with deps.pool.connection() as conn:
-        ensure_vector_index(conn, len(vector))
+        ensure_vector_index(conn, len(vector), deps.vector_indexes)
     retiring = w.turns + w.folded + w.replaced_unread
     keys = [(t["agent"], t["msg_id"]) for t in retiring]
     with deps.pool.connection() as conn:

@@ -121,9 +121,9 @@ def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str
         TurnVector(t, ts[t.msg_id], text, vec, error)
         for t, text, vec in zip(turns, texts, vectors, strict=True)
     ]
-    if error is None and not vector_index_ready(len(vectors[0])):
+    if error is None and not vector_index_ready(len(vectors[0]), deps.vector_indexes):
         with deps.pool.connection() as conn:
-            ensure_vector_index(conn, len(vectors[0]))
+            ensure_vector_index(conn, len(vectors[0]), deps.vector_indexes)
     written = write_embeddings(deps.pool, embedder.name, items)
     return {t.msg_id for t in turns} - written
 

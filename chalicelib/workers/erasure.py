@@ -8,7 +8,6 @@ in a row, about an hour and a half of them, with no progress between."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from psycopg import Connection
@@ -84,11 +83,13 @@ def finish(conn: Connection, job: dict[str, Any]) -> None:
     )
 
 
-def run_erasure_jobs(deps: Deps) -> dict[str, int]:
+def run_erasure_jobs(
+    deps: Deps, *, thread_batch: int = THREAD_BATCH, row_batch: int = ROW_BATCH
+) -> dict[str, int]:
     """One pass: take due jobs one at a time and run them batch by batch, within a budget."""
-    started = time.monotonic()
+    started = deps.monotonic()
     jobs = batches = 0
-    while time.monotonic() - started < PASS_BUDGET_SECONDS:
+    while deps.monotonic() - started < PASS_BUDGET_SECONDS:
         with deps.pool.connection() as conn:
             job = erasure_jobs.claim_due_job(conn, LEASE_SECONDS, MAX_ATTEMPTS)
         if job is None:
@@ -100,11 +101,13 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
         progressed = False
         try:
             done = False
-            while not done and time.monotonic() - started < PASS_BUDGET_SECONDS:
+            while not done and deps.monotonic() - started < PASS_BUDGET_SECONDS:
                 with deps.pool.connection() as conn:
-                    done = advance(conn, job, thread_batch=THREAD_BATCH, row_batch=ROW_BATCH)
+                    deps.hooks.at("erasure.batch", job=job)
+                    done = advance(conn, job, thread_batch=thread_batch, row_batch=row_batch)
                     if done:
                         finish(conn, job)
+                        deps.hooks.at("erasure.finished", job=job)
                     else:
                         erasure_jobs.save_progress(
                             conn, job, lease_seconds=LEASE_SECONDS, done=False

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from chalicelib.auth import local_caller
+from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.registry import call
 from chalicelib.store import conversations as conversations_store
@@ -451,7 +452,7 @@ def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, po
 
 
 def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
-    api, deps, org, pool, monkeypatch
+    api, deps, org, pool
 ):
     """GIVEN a process that has not yet ensured its vector index, and another writer holding
     the thread's lease
@@ -459,11 +460,10 @@ def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
     row and commits
     THEN both finish: the lease holder's write lands and the append is stored.
     """
-    import chalicelib.search.store_vectors as conversation_search
-
     open_tenant(api, deps, org)
-    monkeypatch.setattr(conversation_search, "_ensured_indexes", set())
-    deps._embedder = gate = GateEmbedder()
+    gate = GateEmbedder()
+    # A process that has made sure of no vector index yet.
+    cold = Deps(deps.settings, pool=pool, embedder=gate, llm=deps.llm, vector_indexes=set())
     outcome: dict = {}
 
     def append() -> None:
@@ -477,7 +477,7 @@ def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
             "content": "the harbour opens at dawn",
         }
         try:
-            outcome["append"] = call("conversation.append", body, local_caller(org), deps).body
+            outcome["append"] = call("conversation.append", body, local_caller(org), cold).body
         except Exception as exc:
             outcome["append"] = exc
 

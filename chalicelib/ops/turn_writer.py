@@ -137,12 +137,15 @@ REPAIR_PAGES = 10
 REPAIR_WORKER = "turn_vectors"
 
 
-def index_unembedded_turns(deps: Deps) -> int:
+def index_unembedded_turns(
+    deps: Deps, *, batch: int = REPAIR_BATCH, pages: int = REPAIR_PAGES
+) -> int:
     """Embed, as their appends would have, the turns recorded whose vector write never ran
     (the database went away between an append's two transactions: the turn is durable, and a
     retry answers duplicate). Each turn is read once, a minute after it was recorded, from
-    where the last pass stopped (at most REPAIR_HOURS back); turns that read as high have no
-    vector by design and are passed over. Returns the turns indexed."""
+    where the last pass stopped (at most REPAIR_HOURS back), `batch` at a time, up to `pages`
+    reads; turns that read as high have no vector by design and are passed over. Returns the
+    turns indexed."""
     indexed = 0
     with read_connection(deps.pool) as conn:
         now = database_clock(conn)
@@ -150,10 +153,10 @@ def index_unembedded_turns(deps: Deps) -> int:
     oldest = (now - timedelta(hours=REPAIR_HOURS), "")
     after = max(at, oldest) if at else oldest
     until = now - timedelta(seconds=REPAIR_SETTLE_SECONDS)
-    for _ in range(REPAIR_PAGES):
+    for _ in range(pages):
         with read_connection(deps.pool) as conn:
             rows = turns_without_vectors(
-                conn, deps.embedder.name, after=after, until=until, limit=REPAIR_BATCH
+                conn, deps.embedder.name, after=after, until=until, limit=batch
             )
         for r in rows:
             turn = NewTurn(
@@ -165,9 +168,9 @@ def index_unembedded_turns(deps: Deps) -> int:
                 removed = _embed(deps, [turn], stamp)
                 indexed += not removed
         # Read to `until` (a short page): the next pass starts there.
-        after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == REPAIR_BATCH else (until, "")
+        after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == batch else (until, "")
         with read_connection(deps.pool) as conn:
             worker_positions.advance(conn, REPAIR_WORKER, after)
-        if len(rows) < REPAIR_BATCH:
+        if len(rows) < batch:
             break
     return indexed

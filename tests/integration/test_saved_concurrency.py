@@ -451,9 +451,7 @@ def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, po
     assert hit_ids(search_saved(t, "harbour dawn", search_mode="semantic")) == ["m1"]
 
 
-def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
-    api, deps, org, pool
-):
+def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(api, deps, org, pool):
     """GIVEN a process that has not yet ensured its vector index, and another writer holding
     the thread's lease
     WHEN an append to that thread embeds its turn while the lease holder writes an embedding

@@ -1,5 +1,6 @@
 """Tests swap collaborators through Deps, Settings or a function's parameters, never by
-patching: no monkeypatch.setattr, no mock.patch, no assignment to a module's attribute."""
+patching: no setattr (the fixture's or the builtin), no patch from the standard mock library, no
+assignment to a module's attribute."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def _module_assignments(path: Path) -> list[str]:
 def test_no_test_patches_a_function_or_a_module():
     """GIVEN every test module and helper under tests/ (this one aside)
     WHEN their text and syntax are read
-    THEN none calls monkeypatch.setattr, setattr or a monkeypatch context, uses mock.patch or
-    unittest.mock, or assigns to an imported module's attribute."""
+    THEN none calls setattr (through the monkeypatch fixture, a context of it, or the builtin),
+    uses the standard mock library or its patch, or assigns to an imported module's attribute."""
     patched = [
         f"{path.relative_to(TESTS.parent)}:{n}: {line.strip()}"
         for path in _test_sources()

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from chalicelib.config import Settings, setting_name, with_overrides
 from chalicelib.errors import UnavailableError
+from chalicelib.hooks import Hooks
 from chalicelib.observability import logger
 from chalicelib.search.tuning import SearchCaches, SearchTuning
 
@@ -40,6 +41,9 @@ class Deps:
         embedder: Embedder | None = None,
         llm: LLM | None = None,
         clock: Callable[[], datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+        hooks: Hooks | None = None,
+        vector_indexes: set[int] | None = None,
         policy_lookup: Callable[[str, str], str | None] | None = None,
         policy_reader: Callable[[], dict[tuple[str, str], str]] | None = None,
         queue: JobQueue | None = None,
@@ -51,6 +55,10 @@ class Deps:
         # What search remembers of scopes lives and dies with this Deps.
         self.search_caches = search_caches or SearchCaches()
         self.clock = clock
+        self.monotonic = monotonic  # what a worker's time budget is measured on
+        self.hooks = hooks or Hooks()
+        # The dimensions whose vector index is known built (None: the process's own record).
+        self.vector_indexes = vector_indexes
         self._policy_lookup = policy_lookup
         self._policy_reader = policy_reader
         self._policies: PolicyCache | None = None

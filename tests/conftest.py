@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 import chalicelib.ops  # noqa: F401  (registers every op, as each entrypoint does)
 from chalicelib.config import Settings
-from chalicelib.deps import Deps, set_deps
+from chalicelib.deps import Deps, set_deps, utcnow
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.providers.llm import FakeLLM
 from chalicelib.store.embedded import start_embedded, stop_embedded
@@ -56,9 +58,41 @@ def make_settings(**overrides: Any) -> Settings:
     return Settings.model_validate(base)
 
 
+class FakeClock:
+    """The deps' two clocks: the real ones until a test fixes the wall time (`now`), moves it
+    on (`later`), or has each reading of the monotonic one come `step` seconds after the last."""
+
+    def __init__(self) -> None:
+        self.now: datetime | None = None
+        self.later = timedelta()
+        self.step: float | None = None
+        self._ticks = 0.0
+
+    def __call__(self) -> datetime:
+        return (self.now if self.now is not None else utcnow()) + self.later
+
+    def monotonic(self) -> float:
+        if self.step is None:
+            return time.monotonic()
+        self._ticks += self.step
+        return self._ticks
+
+
 @pytest.fixture
-def deps(pool, embedder: FakeEmbedder) -> Iterator[Deps]:
-    d = Deps(make_settings(), pool=pool, embedder=embedder, llm=FakeLLM())
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def deps(pool, embedder: FakeEmbedder, clock: FakeClock) -> Iterator[Deps]:
+    d = Deps(
+        make_settings(),
+        pool=pool,
+        embedder=embedder,
+        llm=FakeLLM(),
+        clock=clock,
+        monotonic=clock.monotonic,
+    )
     set_deps(d)
     yield d
     set_deps(None)

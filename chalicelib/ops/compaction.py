@@ -190,7 +190,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     except EmbedderError:
         return _refused("embed-failed", *spent)
     with deps.pool.connection() as conn:
-        ensure_vector_index(conn, len(vector))
+        ensure_vector_index(conn, len(vector), deps.vector_indexes)
     return _replace_window(deps, inp, w, summary, vector, spent)
 
 

@@ -61,11 +61,14 @@ def policy_set(inp: SetInput, ctx: OpContext) -> PolicyOutput:
     with ctx.deps.pool.connection() as conn:
         policies = store.all_policies(conn)
         new_namespace = target and (inp.org, target) not in policies
-        if new_namespace and store.namespace_policy_count(conn, inp.org) >= cap:
-            raise ConflictError(
-                f"org {inp.org!r} holds {cap} namespace policies already"
-                " (LOOM_EXTRACTION_POLICY_MAX_NAMESPACES); clear one first"
-            )
+        if new_namespace:
+            held = store.namespace_policy_count(conn, inp.org)
+            ctx.deps.hooks.at("extraction_policy.counted", org=inp.org)
+            if held >= cap:
+                raise ConflictError(
+                    f"org {inp.org!r} holds {cap} namespace policies already"
+                    " (LOOM_EXTRACTION_POLICY_MAX_NAMESPACES); clear one first"
+                )
         store.set_policy(conn, inp.org, target, inp.policy)
     ctx.deps.policies.invalidate()
     return _describe(inp, ctx)

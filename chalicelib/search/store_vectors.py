@@ -26,12 +26,14 @@ class TurnFilter:
     user_id: str | None = None
 
 
-def ensure_vector_index(conn: Connection, dim: int) -> None:
-    """The HNSW index for one dimension (vectors of several models share a column).
+def ensure_vector_index(conn: Connection, dim: int, known: set[int] | None = None) -> None:
+    """The HNSW index for one dimension (vectors of several models share a column), noted in
+    `known` (None: the process's own record) once made sure of.
 
     Run it in a transaction of its own, before any thread lease: building the index locks
     the table until commit, and a writer holding a lease would wait on it (a deadlock)."""
-    if dim in _ensured_indexes:
+    known = _ensured_indexes if known is None else known
+    if dim in known:
         return
     # Two first embeds of a dimension at once: the second waits for the first's index (IF NOT
     # EXISTS alone races on the catalogue and fails one of them).
@@ -43,12 +45,13 @@ def ensure_vector_index(conn: Connection, dim: int) -> None:
             " WHERE dim = {dim} AND tombstoned_at IS NULL AND embedding IS NOT NULL"
         ).format(name=sql.Identifier(vector_index_name(dim)), dim=sql.Literal(dim))
     )
-    _ensured_indexes.add(dim)
+    known.add(dim)
 
 
-def vector_index_ready(dim: int) -> bool:
-    """True once this process has made sure of the HNSW indexes for this dimension."""
-    return dim in _ensured_indexes
+def vector_index_ready(dim: int, known: set[int] | None = None) -> bool:
+    """True once this process (`known`, when given) has made sure of the HNSW indexes for this
+    dimension."""
+    return dim in (_ensured_indexes if known is None else known)
 
 
 def vector_index_name(dim: int) -> str:

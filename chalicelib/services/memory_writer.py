@@ -94,6 +94,7 @@ def write_entries(
     out: list[Written] = []
     with deps.pool.connection() as conn:
         existing = store.lock_rows(conn, org, namespace, user_id, [e.key for e in entries])
+        deps.hooks.at("memories.locked", org=org, keys=[e.key for e in entries])
         subjects = sorted({e.key.split("/", 1)[0] + "/" for e in entries})
         neighbours = store.keys_by_subject(conn, org, namespace, user_id, subjects)
         for e in entries:

@@ -119,9 +119,9 @@ def _embed(deps: Deps, turns: list[NewTurn], ts: dict[str, datetime]) -> set[str
         TurnVector(t, ts[t.msg_id], text, vec, error)
         for t, text, vec in zip(turns, texts, vectors, strict=True)
     ]
-    if error is None and not vector_index_ready(len(vectors[0])):
+    if error is None and not vector_index_ready(len(vectors[0]), deps.vector_indexes):
         with deps.pool.connection() as conn:
-            ensure_vector_index(conn, len(vectors[0]))
+            ensure_vector_index(conn, len(vectors[0]), deps.vector_indexes)
     written = write_embeddings(deps.pool, embedder.name, items)
     return {t.msg_id for t in turns} - written
 
@@ -135,12 +135,15 @@ REPAIR_PAGES = 10
 REPAIR_WORKER = "turn_vectors"
 
 
-def index_unembedded_turns(deps: Deps) -> int:
+def index_unembedded_turns(
+    deps: Deps, *, batch: int = REPAIR_BATCH, pages: int = REPAIR_PAGES
+) -> int:
     """Embed, as their appends would have, the turns recorded whose vector write never ran
     (the database went away between an append's two transactions: the turn is durable, and a
     retry answers duplicate). Each turn is read once, a minute after it was recorded, from
-    where the last pass stopped (at most REPAIR_HOURS back); turns that read as high have no
-    vector by design and are passed over. Returns the turns indexed."""
+    where the last pass stopped (at most REPAIR_HOURS back), `batch` at a time, up to `pages`
+    reads; turns that read as high have no vector by design and are passed over. Returns the
+    turns indexed."""
     indexed = 0
     with read_connection(deps.pool) as conn:
         now = database_clock(conn)
@@ -148,10 +151,10 @@ def index_unembedded_turns(deps: Deps) -> int:
     oldest = (now - timedelta(hours=REPAIR_HOURS), "")
     after = max(at, oldest) if at else oldest
     until = now - timedelta(seconds=REPAIR_SETTLE_SECONDS)
-    for _ in range(REPAIR_PAGES):
+    for _ in range(pages):
         with read_connection(deps.pool) as conn:
             rows = turns_without_vectors(
-                conn, deps.embedder.name, after=after, until=until, limit=REPAIR_BATCH
+                conn, deps.embedder.name, after=after, until=until, limit=batch
             )
         for r in rows:
             turn = NewTurn(
@@ -163,9 +166,9 @@ def index_unembedded_turns(deps: Deps) -> int:
                 removed = _embed(deps, [turn], stamp)
                 indexed += not removed
         # Read to `until` (a short page): the next pass starts there.
-        after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == REPAIR_BATCH else (until, "")
+        after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == batch else (until, "")
         with read_connection(deps.pool) as conn:
             worker_positions.advance(conn, REPAIR_WORKER, after)
-        if len(rows) < REPAIR_BATCH:
+        if len(rows) < batch:
             break
     return indexed

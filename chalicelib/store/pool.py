@@ -6,7 +6,7 @@ import functools
 import select
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -44,17 +44,21 @@ def _returned(conn: psycopg.Connection) -> None:
     _returned_at[conn] = time.monotonic()
 
 
-def _check(conn: psycopg.Connection) -> None:
+def _check(
+    conn: psycopg.Connection,
+    idle_seconds: float = CHECK_AFTER_IDLE_SECONDS,
+    round_trip: Callable[[psycopg.Connection], None] = ConnectionPool.check_connection,
+) -> None:
     """Check a connection with a round trip only when the server may have dropped it: it sat in
-    the pool a while (a frozen Lambda, a NAT timeout), or something arrived on its socket while
-    it sat there (a server shutting down says so, then closes it). A connection used a moment
-    ago with nothing waiting on it is handed out as it is."""
+    the pool over `idle_seconds` (a frozen Lambda, a NAT timeout), or something arrived on its
+    socket while it sat there (a server shutting down says so, then closes it). A connection
+    used a moment ago with nothing waiting on it is handed out as it is."""
     if conn.broken or conn.closed:
         raise psycopg.OperationalError("the pooled connection is closed")
     returned = _returned_at.get(conn)
-    idle_long = returned is None or time.monotonic() - returned > CHECK_AFTER_IDLE_SECONDS
+    idle_long = returned is None or time.monotonic() - returned > idle_seconds
     if idle_long or select.select([conn.fileno()], [], [], 0)[0]:
-        ConnectionPool.check_connection(conn)
+        round_trip(conn)
 
 
 LEASE_WAIT = "loom.lease_wait_ms"  # a setting of the session, read by `lease_lock`
@@ -144,6 +148,8 @@ def open_pool(
     prepare: bool = True,
     timeout: float = 10.0,
     lock_timeout: float = 5.0,
+    check_after_idle_seconds: float = CHECK_AFTER_IDLE_SECONDS,
+    round_trip: Callable[[psycopg.Connection], None] = ConnectionPool.check_connection,
 ) -> ConnectionPool:
     """Open a pool; `with pool.connection() as conn:` is one transaction, committed on exit.
 
@@ -151,14 +157,17 @@ def open_pool(
     poolers need (LOOM_DATABASE_PREPARE=false). A connection is checked as it is handed out, so
     one left broken by a database restart is replaced instead of failing a request (`_check`); a
     request waits at most `timeout` seconds for a connection, and a statement at most
-    `lock_timeout` seconds for a lease another transaction holds.
+    `lock_timeout` seconds for a lease another transaction holds. A connection idle over
+    `check_after_idle_seconds` is checked with `round_trip` before it is handed out.
     """
     return ConnectionPool(
         database_url,
         min_size=1,
         max_size=max_size,
         configure=functools.partial(_configure, lock_timeout_ms=int(lock_timeout * 1000)),
-        check=_check,
+        check=functools.partial(
+            _check, idle_seconds=check_after_idle_seconds, round_trip=round_trip
+        ),
         reset=_returned,
         kwargs={"prepare_threshold": 5 if prepare else None, "connect_timeout": 5},
         timeout=timeout,

@@ -8,8 +8,6 @@ in a row, about an hour and a half of them, with no progress between."""
 
 from __future__ import annotations
 
-import time
-
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.services.erasure_steps import LEASE_SECONDS, advance, finish
@@ -22,11 +20,13 @@ MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (60, 300, 900, 3600)  # after the 1st, 2nd, 3rd and later failures in a row
 
 
-def run_erasure_jobs(deps: Deps) -> dict[str, int]:
+def run_erasure_jobs(
+    deps: Deps, *, thread_batch: int = THREAD_BATCH, row_batch: int = ROW_BATCH
+) -> dict[str, int]:
     """One pass: take due jobs one at a time and run them batch by batch, within a budget."""
-    started = time.monotonic()
+    started = deps.monotonic()
     jobs = batches = 0
-    while time.monotonic() - started < PASS_BUDGET_SECONDS:
+    while deps.monotonic() - started < PASS_BUDGET_SECONDS:
         with deps.pool.connection() as conn:
             job = erasure_jobs.claim_due_job(conn, LEASE_SECONDS, MAX_ATTEMPTS)
         if job is None:
@@ -38,11 +38,13 @@ def run_erasure_jobs(deps: Deps) -> dict[str, int]:
         progressed = False
         try:
             done = False
-            while not done and time.monotonic() - started < PASS_BUDGET_SECONDS:
+            while not done and deps.monotonic() - started < PASS_BUDGET_SECONDS:
                 with deps.pool.connection() as conn:
-                    done = advance(conn, job, thread_batch=THREAD_BATCH, row_batch=ROW_BATCH)
+                    deps.hooks.at("erasure.batch", job=job)
+                    done = advance(conn, job, thread_batch=thread_batch, row_batch=row_batch)
                     if done:
                         finish(conn, job)
+                        deps.hooks.at("erasure.finished", job=job)
                     else:
                         erasure_jobs.save_progress(
                             conn, job, lease_seconds=LEASE_SECONDS, done=False

@@ -23,17 +23,25 @@ BATCH = 2000
 BATCHES_PER_PASS = 50
 
 
-def sweep_indexed_text(deps: Deps) -> dict[str, int]:
-    """One pass of up to BATCHES_PER_PASS batches; the next pass goes on where it stopped."""
-    guard = guard_fingerprint()
+def sweep_indexed_text(
+    deps: Deps,
+    *,
+    batch: int = BATCH,
+    batches_per_pass: int = BATCHES_PER_PASS,
+    guard: str | None = None,
+) -> dict[str, int]:
+    """One pass of up to `batches_per_pass` batches under `guard` (today's guard's fingerprint
+    by default); the next pass goes on where it stopped."""
+    guard = guard or guard_fingerprint()
     with deps.pool.connection() as conn:
         position, done = store.sweep_position(conn, NAME, guard)
     checked = withdrawn = contexts = 0
-    for _ in range(BATCHES_PER_PASS):
+    for _ in range(batches_per_pass):
         if done:
             break
         with deps.pool.connection() as conn:
-            rows = store.indexed_after(conn, position, BATCH)
+            rows = store.indexed_after(conn, position, batch)
+        deps.hooks.at("guard_sweep.read", rows=rows)
         high: list[dict] = []  # withdrawn: the row's own text reads as high
         paired: list[dict] = []  # their context gives way: the pair it was read from does
         for r in rows:
@@ -45,7 +53,7 @@ def sweep_indexed_text(deps: Deps) -> dict[str, int]:
                 paired.append(r)
         if rows:
             position = store.position_of(rows[-1])
-        done = len(rows) < BATCH
+        done = len(rows) < batch
         with deps.pool.connection() as conn:
             if high:
                 withdrawn += store.withdraw_indexed(conn, high)

@@ -20,7 +20,7 @@ from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.sensitivity import embedded_reads_as_high
-from chalicelib.services.turn_writer import index_unembedded_turns
+from chalicelib.services.turn_writer import REPAIR_BATCH, REPAIR_PAGES, index_unembedded_turns
 from chalicelib.store import memories as store
 
 BATCH = 200
@@ -81,6 +81,7 @@ def extract_entities(deps: Deps) -> dict[str, int]:
     for _ in range(BATCHES_PER_PASS):
         with deps.pool.connection() as conn:
             rows = store.rows_without(conn, "entities", BATCH)
+            deps.hooks.at("entities.read", rows=rows)
             keep = still_holding(conn, rows)  # a row rewritten since the read waits its turn
             store.set_entities(conn, [(*_ident(r), entities_of(r["value"])) for r in keep])
         filled += len(keep)
@@ -89,9 +90,12 @@ def extract_entities(deps: Deps) -> dict[str, int]:
     return {"filled": filled}
 
 
-def embed_missing(deps: Deps) -> dict[str, int]:
+def embed_missing(
+    deps: Deps, *, turn_batch: int = REPAIR_BATCH, turn_pages: int = REPAIR_PAGES
+) -> dict[str, int]:
     """Embed memory rows left without a vector (a failed embed), then transcript turns whose
-    vector write never ran. Text that reads as high is withheld
+    vector write never ran (`turn_batch` at a time, up to `turn_pages` reads). Text that reads
+    as high is withheld
     at write time; a row that reads as high only under a newer guard is set aside, as is one
     the embedder refuses on its own (for REFUSED_RETRY_SECONDS), so the rows behind them are
     embedded."""
@@ -140,7 +144,8 @@ def embed_missing(deps: Deps) -> dict[str, int]:
             break
     # Turns whose append never wrote their vector (the database went away between its two
     # transactions): indexed as the append would have.
-    return {"embedded": embedded, "turns": index_unembedded_turns(deps)}
+    turns = index_unembedded_turns(deps, batch=turn_batch, pages=turn_pages)
+    return {"embedded": embedded, "turns": turns}
 
 
 def _embed(deps: Deps, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:

@@ -42,6 +42,7 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
         claimed = store.claim_ready_sessions(
             conn, live.observe_extract_max_sessions_per_pass, CLAIM_SECONDS
         )
+    deps.hooks.at("observe.claimed", rows=claimed)
     sessions = {(r["org"], r["namespace"], r["session_id"], r["user_id"]): r for r in claimed}
     for (org, namespace, session_id, user_id), r in sessions.items():
         with deps.pool.connection() as conn:
@@ -49,6 +50,7 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
             observations = store.session_observations(
                 conn, org, namespace, session_id, user_id, r["claim"]
             )
+            deps.hooks.at("observe.read", org=org, session_id=session_id)
         read: list[int] = []
         failed = False
         try:

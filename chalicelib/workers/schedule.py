@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from chalicelib.deps import Deps
@@ -67,11 +67,13 @@ def scheduled_workers() -> list[ScheduledWorker]:
 RETRY_CADENCE_SECONDS = 60.0  # a worker's next pass when its cadence cannot be read
 
 
-def run_forever(deps: Deps, stop: threading.Event) -> None:
-    """Run each worker at its cadence until `stop` is set; a failing pass is logged, not fatal,
-    and so is a cadence that cannot be read (its live setting, while the database is away):
-    the worker tries again a minute later."""
-    workers = scheduled_workers()
+def run_forever(
+    deps: Deps, stop: threading.Event, workers: Sequence[ScheduledWorker] | None = None
+) -> None:
+    """Run each worker (every scheduled one by default) at its cadence until `stop` is set; a
+    failing pass is logged, not fatal, and so is a cadence that cannot be read (its live
+    setting, while the database is away): the worker tries again a minute later."""
+    workers = scheduled_workers() if workers is None else workers
     due = {w.name: 0.0 for w in workers}
     elapsed = 0.0
     while not stop.is_set():

@@ -174,9 +174,7 @@ def test_a_turn_tombstoned_while_embedding_gets_no_late_vector(t, deps, pool, or
 HIGH_TURN = "the vault password=hunter22 works"
 
 
-def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(
-    t, deps, pool, org, monkeypatch
-):
+def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(t, deps, pool, org):
     """GIVEN turns recorded over a minute ago: three that read as high, then m1 whose append
     stored the turn but never wrote its vector (the database went away between the append's
     two transactions), so a retry answers duplicate
@@ -184,8 +182,6 @@ def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(
     THEN it reads on from where the last pass stopped (the high turns, which never get a
     vector, do not hold it up) and indexes m1 as its append would have: search finds it, and
     the high turns still have no embedding row."""
-    monkeypatch.setattr(turn_writer, "REPAIR_BATCH", 2)
-    monkeypatch.setattr(turn_writer, "REPAIR_PAGES", 1)
     for i in range(3):
         t.append("th", f"{HIGH_TURN} {i}", msg_id=f"h{i}")
     t.append("th", "the zanzibar ledger migration is done", msg_id="m1")
@@ -206,7 +202,7 @@ def test_a_turn_whose_vector_write_never_ran_is_indexed_by_the_embedding_worker(
     )
 
     for _ in range(10):
-        embed_missing(deps)
+        embed_missing(deps, turn_batch=2, turn_pages=1)
         if any(r["msg_id"] == "m1" for r in embedding_rows(pool, org, "th")):
             break
 

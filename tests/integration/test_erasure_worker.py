@@ -7,13 +7,9 @@ before it ends, so no other test meets it.
 
 from __future__ import annotations
 
-import itertools
-import types
-
 import psycopg
 import pytest
 
-from chalicelib.store import erasure as erasure_store
 from chalicelib.workers import erasure as worker
 from tests.integration.test_conversation_support import NS, Tenant
 
@@ -64,26 +60,22 @@ def _backoff_over(pool, job_id: str) -> None:
         )
 
 
-def _flaky(monkeypatch, org: str, fail: set[int]) -> list[int]:
-    """erase_table raises a deadlock on the calls of `org`'s subject numbered in `fail`
-    (1-based); returns the list of call numbers made."""
-    real = erasure_store.erase_table
+def _flaky(deps, org: str, fail: set[int]) -> list[int]:
+    """The batches of `org`'s job past its conversation step (each erases from one table)
+    numbered in `fail` (1-based) raise a deadlock; returns the list of batch numbers run."""
     calls: list[int] = []
 
-    def erase_table(conn, table, s, **kw):
-        if s.org == org:
+    def batch(job):
+        if job["org"] == org and job["step"] > 0:
             calls.append(len(calls) + 1)
             if calls[-1] in fail:
                 raise psycopg.errors.DeadlockDetected("deadlock detected (a transient error)")
-        return real(conn, table, s, **kw)
 
-    monkeypatch.setattr(erasure_store, "erase_table", erase_table)
+    deps.hooks.on("erasure.batch", batch)
     return calls
 
 
-def test_a_transient_error_backs_off_and_spends_one_attempt_not_all_of_them(
-    t, deps, pool, org, monkeypatch
-):
+def test_a_transient_error_backs_off_and_spends_one_attempt_not_all_of_them(t, deps, pool, org):
     """GIVEN a deferred erasure whose first statement of the memories step hits a deadlock
     WHEN the worker runs a pass
     THEN it takes the job once, leaves it pending with one attempt spent, the error and a
@@ -91,7 +83,7 @@ def test_a_transient_error_backs_off_and_spends_one_attempt_not_all_of_them(
     and the pass after it finishes the erasure.
     """
     job_id = _deferred_job(t)
-    calls = _flaky(monkeypatch, org, fail={1})
+    calls = _flaky(deps, org, fail={1})
     with pool.connection() as conn:  # the conversation step done: the next batch fails
         conn.execute("UPDATE loom.erasure_jobs SET step = 1 WHERE job_id = %s", (job_id,))
 
@@ -112,7 +104,7 @@ def test_a_transient_error_backs_off_and_spends_one_attempt_not_all_of_them(
 
 
 def test_passes_out_of_time_spend_no_attempt_and_progress_clears_failures(
-    t, deps, pool, org, monkeypatch
+    t, deps, pool, org, clock
 ):
     """GIVEN an erasure that needs many passes (a batch of one row, two batches a pass)
     WHEN six passes run out of their time, then one pass fails after committing a batch, and
@@ -121,30 +113,27 @@ def test_passes_out_of_time_spend_no_attempt_and_progress_clears_failures(
     and only the last spends one: the job is pending, never failed, and then finishes.
     """
     job_id = _deferred_job(t, threads=3, facts=6)
-    monkeypatch.setattr(worker, "THREAD_BATCH", 1)
-    monkeypatch.setattr(worker, "ROW_BATCH", 1)
-    tick = itertools.count()
-    monkeypatch.setattr(worker, "time", types.SimpleNamespace(monotonic=lambda: float(next(tick))))
-    monkeypatch.setattr(worker, "PASS_BUDGET_SECONDS", 4.0)  # two batches a pass
+    one_row = {"thread_batch": 1, "row_batch": 1}
+    clock.step = worker.PASS_BUDGET_SECONDS / 4  # each reading a quarter on: two batches a pass
     for _ in range(6):
-        worker.run_erasure_jobs(deps)
+        worker.run_erasure_jobs(deps, **one_row)
         assert _job(pool, job_id)[1] == 0  # no attempt spent
         assert _job(pool, job_id)[0] == "pending"
 
-    calls = _flaky(monkeypatch, org, fail={2})  # the second batch of the pass fails
-    worker.run_erasure_jobs(deps)
+    calls = _flaky(deps, org, fail={2})  # the second batch of the pass fails
+    worker.run_erasure_jobs(deps, **one_row)
     assert calls == [1, 2]
     assert _job(pool, job_id)[:2] == ("pending", 0)
 
     _backoff_over(pool, job_id)
-    calls = _flaky(monkeypatch, org, fail={1})  # the first batch of the pass fails
-    worker.run_erasure_jobs(deps)
+    calls = _flaky(deps, org, fail={1})  # the first batch of the pass fails
+    worker.run_erasure_jobs(deps, **one_row)
     assert calls == [1]
     assert _job(pool, job_id)[:2] == ("pending", 1)
 
-    monkeypatch.setattr(worker, "PASS_BUDGET_SECONDS", 1e9)
+    clock.step = None  # the real clock: the pass has its whole budget
     _backoff_over(pool, job_id)
-    worker.run_erasure_jobs(deps)
+    worker.run_erasure_jobs(deps, **one_row)
     assert _job(pool, job_id)[:2] == ("done", 0)
     assert _live_facts(pool, org) == 0
 
@@ -270,20 +259,15 @@ def test_an_open_erasure_asked_to_run_again_starts_over_when_it_ends(t, deps, po
 
         since = database_clock(conn)
         assert erasure_jobs.erase_again(conn, org=org, namespace=NS, user_id=ANN, since=since)
-    real = worker.finish
     runs: list[str] = []
 
-    def finish_and_write(conn, job):
-        real(conn, job)
+    def finished_then_write(job):
         runs.append(job["job_id"])
         if len(runs) == 1:  # the late write, between the two runs
             t.ok("memory.set", agent="a1", user_id=ANN, key="late", value="ann late fact")
 
-    worker.finish = finish_and_write
-    try:
-        worker.run_erasure_jobs(deps)
-    finally:
-        worker.finish = real
+    deps.hooks.on("erasure.finished", finished_then_write)
+    worker.run_erasure_jobs(deps)
     with pool.connection() as conn:
         status = conn.execute(
             "SELECT status, rerun FROM loom.erasure_jobs WHERE job_id = %s", (job_id,)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
+from dataclasses import dataclass
 
 import pytest
 
@@ -14,7 +15,6 @@ from chalicelib import cli
 from chalicelib.deps import set_deps
 from chalicelib.providers.llm import LLMError, ScriptedLLM
 from chalicelib.workers.observe_extract import distil_sessions
-from tests.conftest import make_settings
 from tests.integration.test_memory_support import (
     NS,
     Mem,
@@ -238,11 +238,23 @@ DURABLE = (
 
 
 @pytest.fixture
-def verifiers(monkeypatch, deps, org):
+def verifiers(pool, org):
     """Two verifier models (named per test, so no cached verdict answers for them)."""
     names = [f"verify-a-{org}", f"verify-b-{org}"]
-    monkeypatch.setattr(deps, "settings", make_settings(memory_extract_verify_models=names))
-    return names
+    with live_setting(pool, memory_extract_verify_models=",".join(names)):
+        yield names
+
+
+@dataclass
+class SlowVerifiers(ScriptedLLM):
+    """Answers as scripted, each call to one of the `slow` models two seconds late."""
+
+    slow: frozenset[str] = frozenset()
+
+    def complete(self, system, user, *, json_output=False, model=None):
+        if model in self.slow:
+            time.sleep(2.0)
+        return super().complete(system, user, json_output=json_output, model=model)
 
 
 def test_verify_durable_drops_what_every_verifier_calls_non_durable(m, deps, pool, verifiers):
@@ -288,30 +300,19 @@ def test_verify_durable_fails_open(m, deps, verifiers):
     assert len(out["written"]) == 3
 
 
-def test_a_verifier_slower_than_its_timeout_keeps_every_fact(m, deps, verifiers, monkeypatch):
+def test_a_verifier_slower_than_its_timeout_keeps_every_fact(m, deps, pool, verifiers):
     """GIVEN a coding capture, LOOM_MEMORY_EXTRACT_VERIFY_TIMEOUT_S at 0.2 s and verifiers that
     take two seconds (and would call every fact non-durable)
     WHEN the extraction returns three facts
     THEN the request is not held for the verifier: every fact is written and the timeout is
     named in pipeline_errors."""
-    monkeypatch.setattr(
-        deps,
-        "settings",
-        make_settings(memory_extract_verify_models=verifiers, memory_extract_verify_timeout_s=0.2),
+    replies = [reply(*DURABLE), '{"non_durable": [0, 1, 2]}', '{"non_durable": [0, 1, 2]}']
+    deps._llm = SlowVerifiers(
+        replies=deque(replies), name=f"scripted-{uuid.uuid4().hex[:8]}", slow=frozenset(verifiers)
     )
-    llm = scripted(
-        deps, reply(*DURABLE), '{"non_durable": [0, 1, 2]}', '{"non_durable": [0, 1, 2]}'
-    )
-    answer = llm.complete
-
-    def slow_verifier(system, user, json_output=False, model=None):
-        if model in verifiers:
-            time.sleep(2.0)
-        return answer(system, user, json_output=json_output, model=model)
-
-    monkeypatch.setattr(llm, "complete", slow_verifier)
     started = time.monotonic()
-    out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
+    with live_setting(pool, memory_extract_verify_timeout_s="0.2"):
+        out = m.extract_ok(SAID, extra_tags=["source:claude-code"])
     assert time.monotonic() - started < 1.5
     assert len(out["written"]) == 3
     assert any("verify_durable:timeout" in e for e in out["pipeline_errors"]), out

@@ -52,13 +52,13 @@ def test_a_callers_observation_date_anchors_the_prompt_and_the_row(m, deps, pool
     assert str(row["observation_date"]) == "2023-05-08"
 
 
-def test_without_an_observation_date_the_request_times_utc_date_is_used(m, deps, monkeypatch):
+def test_without_an_observation_date_the_request_times_utc_date_is_used(m, deps, clock):
     """GIVEN a server whose clock reads 22:30 on 1 March at UTC-5 (already 2 March in UTC)
     WHEN a transcript is sent without observation_date
     THEN observation_date_source is request_time and the prompt carries 2024-03-02.
     """
     local = timezone(timedelta(hours=-5))
-    monkeypatch.setattr(deps, "clock", lambda: datetime(2024, 3, 1, 22, 30, tzinfo=local))
+    clock.now = datetime(2024, 3, 1, 22, 30, tzinfo=local)
     llm = scripted(deps, reply(HOME))
 
     out = m.extract_ok(SAID)

@@ -15,7 +15,6 @@ from chalicelib.auth import local_caller
 from chalicelib.deps import Deps, set_deps
 from chalicelib.errors import ConflictError
 from chalicelib.registry import call
-from chalicelib.store import extraction_policies
 from tests.conftest import make_settings
 from tests.integration.test_memory_support import (
     NS,
@@ -200,22 +199,19 @@ def test_one_namespace_policy_more_than_the_cap_is_refused(m, pool):
         assert _set(m, "C", scope="namespace", namespace="ns-3")[0] == 200
 
 
-def test_two_namespace_policies_set_at_once_keep_the_cap(m, deps, pool, monkeypatch):
+def test_two_namespace_policies_set_at_once_keep_the_cap(m, deps, pool):
     """GIVEN extraction_policy_max_namespaces set live to 1, no namespace policy yet, and each
     set held for a moment once it has counted the org's namespace policies
     WHEN two namespaces' policies are set at once
     THEN one is stored and the other refused (409): the second counts after the first commits.
     """
     counted = threading.Barrier(2)
-    count = extraction_policies.namespace_policy_count
 
-    def slow_count(conn, org):
-        n = count(conn, org)
+    def held_once_counted(org):
         with contextlib.suppress(threading.BrokenBarrierError):
             counted.wait(timeout=1.0)  # both counts at once, unless one waits on the other
-        return n
 
-    monkeypatch.setattr(extraction_policies, "namespace_policy_count", slow_count)
+    deps.hooks.on("extraction_policy.counted", held_once_counted)
 
     def set_policy(namespace: str) -> str:
         body = {"scope": "namespace", "namespace": namespace, "policy": "P"}

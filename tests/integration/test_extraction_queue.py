@@ -18,6 +18,7 @@ import pytest
 from moto import mock_aws
 
 from chalicelib.auth import local_caller, mint_token
+from chalicelib.deps import Deps
 from chalicelib.providers.llm import LLMUnavailableError, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue, SqsQueue
 from chalicelib.registry import call
@@ -107,7 +108,7 @@ def test_a_message_that_cannot_be_sent_still_answers_deferred_and_is_sent_later(
 
 
 def test_a_deferred_request_is_dated_when_it_was_made_not_when_it_runs(
-    deps, org, queue, pool, monkeypatch
+    deps, org, queue, pool, clock
 ):
     """GIVEN a request deferred on 1 March with no observation_date, and a turn without a
     timestamp
@@ -115,9 +116,9 @@ def test_a_deferred_request_is_dated_when_it_was_made_not_when_it_runs(
     THEN the prompt's observation date, the fact's and the turn's evidence time are 1 March,
     and the source is still request_time.
     """
-    monkeypatch.setattr(deps, "clock", lambda: datetime(2024, 3, 1, 12, 0, tzinfo=UTC))
+    clock.now = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
     queued = _defer(local_caller(org), deps, "Lisbon")
-    monkeypatch.setattr(deps, "clock", lambda: datetime(2024, 3, 3, 12, 0, tzinfo=UTC))
+    clock.now = datetime(2024, 3, 3, 12, 0, tzinfo=UTC)
     deps._llm = llm = ScriptedLLM(replies=deque([_fact("lisbon")]))
 
     assert process_job(deps, queued["queue_id"]) == "done"
@@ -462,9 +463,7 @@ def test_a_job_past_the_30_day_ttl_is_removed_with_its_transcript(deps, org, que
     assert _status(pool, fresh) == ("pending", 0)
 
 
-def test_an_erasure_between_the_claim_and_the_replay_runs_again(
-    deps, org, queue, pool, monkeypatch
-):
+def test_an_erasure_between_the_claim_and_the_replay_runs_again(deps, org, queue, pool):
     """GIVEN a deferred job for user u1, claimed by a worker, and an erasure of u1 that runs
     and finishes once the claim has taken the request, before the replay starts writing (here:
     while the replay reads the extraction policy)
@@ -472,19 +471,23 @@ def test_an_erasure_between_the_claim_and_the_replay_runs_again(
     THEN the erasure runs again and u1 holds no live memory and no evidence: nothing it erased
     comes back."""
     qid = _defer(local_caller(org), deps, "lisbon")["queue_id"]
-    deps._llm = OneFactLLM(0)
-    policy = type(deps).extraction_policy
     erased: list[dict] = []
 
-    def erase_first(self, o, n):
+    def erase_first(o, n):
         if not erased:
             body = {"namespace": "q", "kind": "user", "user_id": "u1"}
             erased.append(call("erasure.request", body, local_caller(org), deps).body)
-        return policy(self, o, n)
+        return deps.extraction_policy(o, n)
 
-    monkeypatch.setattr(type(deps), "extraction_policy", erase_first)
-    process_job(deps, qid)
-    monkeypatch.setattr(type(deps), "extraction_policy", policy)
+    replay = Deps(
+        deps.settings,
+        pool=pool,
+        embedder=deps.embedder,
+        llm=OneFactLLM(0),
+        queue=queue,
+        policy_lookup=erase_first,
+    )
+    process_job(replay, qid)
     assert erased and erased[0]["status"] == "done"
     run_erasure_jobs(deps)
     live = (

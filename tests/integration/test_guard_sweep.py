@@ -77,10 +77,10 @@ def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, 
     }
 
 
-def _sweep_to_the_end(deps) -> int:
+def _sweep_to_the_end(deps, guard: str | None = None) -> int:
     checked = 0
     while True:
-        out = guard_sweep.sweep_indexed_text(deps)
+        out = guard_sweep.sweep_indexed_text(deps, guard=guard)
         checked += out["checked"]
         if out["done"]:
             return checked
@@ -105,9 +105,7 @@ def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(t, deps, poo
     assert state["p2"] == (None, True) and set(state) == {"p0", "p1", "p2"}
 
 
-def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
-    t, deps, pool, org, monkeypatch
-):
+def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(t, deps, pool, org):
     """GIVEN three threads of two rows each, one row of each an earlier guard let in, a sweep
     standing just before this org's rows (the database is shared), batches of two rows and
     one batch a pass
@@ -115,8 +113,6 @@ def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
     THEN each reads on from where the last stopped: together they read the six rows once and
     withdraw the three, and no plain one; once the sweep is done a pass reads nothing, and
     under another guard it reads every live row again."""
-    monkeypatch.setattr(guard_sweep, "BATCH", 2)
-    monkeypatch.setattr(guard_sweep, "BATCHES_PER_PASS", 1)
     for n in range(3):
         t.append(f"th-{n}", f"plain turn {n}", msg_id="a")
         t.append(f"th-{n}", f"the key for {n}", msg_id="b")
@@ -126,14 +122,12 @@ def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
             "INSERT INTO loom.guard_sweeps (name, guard, position) VALUES (%s, %s, %s)",
             (guard_sweep.NAME, guard_fingerprint(), [org, "", "", "", ""]),
         )
-    passes = [guard_sweep.sweep_indexed_text(deps) for _ in range(3)]
+    passes = [guard_sweep.sweep_indexed_text(deps, batch=2, batches_per_pass=1) for _ in range(3)]
     assert [(p["checked"], p["withdrawn"]) for p in passes] == [(2, 1)] * 3
     gone = {(r["thread_id"], r["msg_id"]) for r in embedding_rows(pool, org) if r["tombstoned_at"]}
     assert gone == {(f"th-{n}", "b") for n in range(3)}
     assert sorted(ids(hits(t, "plain turn", "lexical"))) == ["a", "a", "a"]
 
-    monkeypatch.setattr(guard_sweep, "BATCH", 2000)
-    monkeypatch.setattr(guard_sweep, "BATCHES_PER_PASS", 50)
     _sweep_to_the_end(deps)
     assert guard_sweep.sweep_indexed_text(deps) == {
         "checked": 0,
@@ -141,12 +135,11 @@ def test_the_sweep_goes_on_where_it_stopped_and_starts_over_for_another_guard(
         "contexts": 0,
         "done": 1,
     }
-    monkeypatch.setattr(guard_sweep, "guard_fingerprint", lambda: "another guard")
-    assert _sweep_to_the_end(deps) >= 3
+    assert _sweep_to_the_end(deps, guard="another guard") >= 3
 
 
 def test_a_row_taken_over_while_the_sweep_reads_keeps_its_new_text_live(
-    t, deps, pool, org, embedder, monkeypatch
+    t, deps, pool, org, embedder
 ):
     """GIVEN agent A's turn m1 whose embed failed (a row with no vector), its text now one that
     reads as high
@@ -165,13 +158,11 @@ def test_a_row_taken_over_while_the_sweep_reads_keeps_its_new_text_live(
             "INSERT INTO loom.guard_sweeps (name, guard, position) VALUES (%s, %s, %s)",
             (guard_sweep.NAME, guard_fingerprint(), [org, "", "", "", ""]),
         )
-    withdraw = guard_sweep.store.withdraw_indexed
 
-    def after_a_takeover(conn, rows):
+    def a_takeover(rows):
         t.append("th-t", "agent two says something plain", msg_id="m1", agent="B")
-        return withdraw(conn, rows)
 
-    monkeypatch.setattr(guard_sweep.store, "withdraw_indexed", after_a_takeover)
+    deps.hooks.on("guard_sweep.read", a_takeover)
     assert guard_sweep.sweep_indexed_text(deps)["withdrawn"] == 0
     (row,) = embedding_rows(pool, org, "th-t")
     assert (row["agent"], row["text"], row["tombstoned_at"]) == (

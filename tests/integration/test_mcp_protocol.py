@@ -12,6 +12,7 @@ import pytest
 from chalicelib import mcp
 from chalicelib.auth import mint_token
 from chalicelib.deps import Deps, set_deps
+from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.providers.llm import FakeLLM
 from chalicelib.registry import registered
 from tests.conftest import make_settings
@@ -317,17 +318,22 @@ def test_an_unknown_tool_and_a_cursor_never_issued_are_invalid_params(session):
     assert session.op("no.such")["error"]["code"] == "unknown_op"
 
 
-def test_an_unexpected_error_inside_a_tool_call_is_a_json_rpc_internal_error(session, monkeypatch):
-    """GIVEN an op that fails in a way no error of the service names (a bug)
+class BuggyEmbedder(FakeEmbedder):
+    """Fails as no provider error names (a bug)."""
+
+    def embed_query(self, text: str) -> Any:
+        raise RuntimeError("a bug")
+
+
+def test_an_unexpected_error_inside_a_tool_call_is_a_json_rpc_internal_error(session, deps, pool):
+    """GIVEN an op that fails in a way no error of the service names (a bug: its embedder
+    raises what no provider error names)
     WHEN a tool call reaches it
     THEN it answers HTTP 200 with JSON-RPC error -32603 and the request's id, not a 500 in the
     HTTP API's error shape."""
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("a bug")
-
-    monkeypatch.setattr(mcp, "call", broken)
-    status, body, _ = session.send(_rpc("tools/call", {"name": "loom_system_whoami"}, req_id=7))
+    set_deps(Deps(deps.settings, pool=pool, embedder=BuggyEmbedder(), llm=deps.llm))
+    search = {"name": "loom_memory_search", "arguments": {"query": "where the user lives"}}
+    status, body, _ = session.send(_rpc("tools/call", search, req_id=7))
     assert (status, body["id"], body["error"]["code"]) == (200, 7, -32603), body
 
 

@@ -13,7 +13,6 @@ import pytest
 from chalicelib.auth import local_caller
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.registry import call
-from chalicelib.store import memories as memory_store
 from chalicelib.workers import memory_maintenance as worker
 
 BODY = {"namespace": "m", "agent": "a1", "user_id": "u1"}
@@ -85,7 +84,7 @@ def test_a_row_rewritten_while_it_is_embedded_gets_the_vector_of_its_new_value(d
 
 class Picky(FakeEmbedder):
     """Refuses any request holding one input (as a provider that rejects one input fails the
-    whole request)."""
+    whole request), and every request while down; notes each request it is sent."""
 
     def __init__(self):
         super().__init__()
@@ -93,9 +92,9 @@ class Picky(FakeEmbedder):
         self.asked: list[list[str]] = []
 
     def embed_documents(self, texts):
+        self.asked.append(list(texts))
         if self.down:
             raise EmbedderError("embedder outage")
-        self.asked.append(list(texts))
         if any("REFUSED-INPUT" in t for t in texts):
             raise EmbedderError("embedding request failed: 400 invalid input")
         return super().embed_documents(texts)
@@ -128,9 +127,7 @@ def test_a_row_the_embedder_always_refuses_does_not_stop_the_others(deps, org, p
         _forget_refusals()
 
 
-def test_an_embedder_that_is_down_stops_the_pass_without_setting_rows_aside(
-    deps, org, pool, monkeypatch
-):
+def test_an_embedder_that_is_down_stops_the_pass_without_setting_rows_aside(deps, org, pool):
     """GIVEN rows left without a vector and an embedder that refuses everything (down)
     WHEN the embedding_worker runs, then again with the embedder back
     THEN the first pass embeds nothing and asks the embedder twice (the batch, then a check),
@@ -140,15 +137,9 @@ def test_an_embedder_that_is_down_stops_the_pass_without_setting_rows_aside(
     _forget_refusals()
     for i in range(3):
         _set(deps, org, f"k{i}", f"fact number {i}")
-    asked = []
-
-    def down(texts):
-        asked.append(list(texts))
-        raise EmbedderError("embedder outage")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(emb, "embed_documents", down)
-        assert worker.embed_missing(deps)["embedded"] == 0
+    emb.asked.clear()  # the writes' own tries, while it was down
+    assert worker.embed_missing(deps)["embedded"] == 0
+    asked = emb.asked
     assert len(asked) == 2 and asked[1] == [worker.CANARY]
     assert worker._refused == {}
     emb.down = False
@@ -156,26 +147,21 @@ def test_an_embedder_that_is_down_stops_the_pass_without_setting_rows_aside(
     assert [_row(pool, org, f"k{i}")[1] for i in range(3)] == [emb.dim] * 3
 
 
-def test_a_row_rewritten_while_its_entities_are_read_gets_the_new_values_names(
-    deps, org, pool, monkeypatch
-):
+def test_a_row_rewritten_while_its_entities_are_read_gets_the_new_values_names(deps, org, pool):
     """GIVEN a memory naming Alice Johnson, without entities yet
     WHEN the entity_extractor reads it, and the user rewrites it to name Bob Stone before the
     entities are written
     THEN Alice's names are not written onto Bob's row; the next pass writes Bob's.
     """
     _set(deps, org, "boss", "My manager is Alice Johnson")
-    real = memory_store.rows_without
     rewrites = []
 
-    def rows_then_rewrite(conn, what, limit):
-        rows = real(conn, what, limit)
-        if what == "entities" and not rewrites and any(r["org"] == org for r in rows):
+    def rewrite(rows):
+        if not rewrites and any(r["org"] == org for r in rows):
             rewrites.append(1)
             _set(deps, org, "boss", "My manager is Bob Stone")
-        return rows
 
-    monkeypatch.setattr(memory_store, "rows_without", rows_then_rewrite)
+    deps.hooks.on("entities.read", rewrite)
     worker.extract_entities(deps)
     assert rewrites and _row(pool, org, "boss")[3] is None
     worker.extract_entities(deps)

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from chalicelib.services.memory_writer import Entry, write_entries
-from chalicelib.store import memories
 from tests.integration.test_memory_support import (
     NS,
     NS2,
@@ -330,7 +329,7 @@ def test_one_write_naming_a_key_again_answers_each_entry_from_the_row_just_writt
     assert (rows["k/b"]["value"], rows["k/b"]["locked"]) == ("A locked value.", True)
 
 
-def test_two_first_writes_of_one_key_take_turns(m, deps, pool, monkeypatch):
+def test_two_first_writes_of_one_key_take_turns(m, deps, pool):
     """GIVEN an empty namespace, and each write held for a moment once it has read the rows of
     its keys
     WHEN an explicit set and an extraction (value updates off) write one new key at once, with
@@ -340,15 +339,12 @@ def test_two_first_writes_of_one_key_take_turns(m, deps, pool, monkeypatch):
     row and its history agree.
     """
     read = threading.Barrier(2)
-    lock_rows = memories.lock_rows
 
-    def slow_lock_rows(*a, **kw):
-        rows = lock_rows(*a, **kw)
+    def held_once_read(org, keys):
         with contextlib.suppress(threading.BrokenBarrierError):
             read.wait(timeout=1.0)  # both reads at once, unless one waits on the other
-        return rows
 
-    monkeypatch.setattr(memories, "lock_rows", slow_lock_rows)
+    deps.hooks.on("memories.locked", held_once_read)
 
     def write(source_value):
         source, value = source_value

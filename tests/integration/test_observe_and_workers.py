@@ -88,30 +88,24 @@ def test_observe_extract_is_off_by_default_and_distils_crystallized_sessions_whe
     assert evidence[0][0] == "tool" and "deploy finished" in evidence[0][1]
 
 
-def test_an_observation_crystallized_while_the_worker_runs_waits_for_the_next_pass(
-    deps, org, pool, monkeypatch
-):
+def test_an_observation_crystallized_while_the_worker_runs_waits_for_the_next_pass(deps, org, pool):
     """GIVEN a crystallized session, and a second observation of it recorded and crystallized
     just after the worker read the session
     WHEN the pass ends THEN only the observation it read is marked distilled; the next pass
     distils the other."""
-    from chalicelib.store import observations
     from chalicelib.workers import observe_extract
 
     deps._llm = OneFactLLM(0)
     _record(org, deps, "s-late", "first step done")
     call("observe.crystallize", {**BODY, "session_id": "s-late"}, local_caller(org), deps)
-    read = observations.session_observations
     late: list[dict] = []
 
-    def read_then_one_more(conn, org_, namespace, session_id, user_id, claim):
-        rows = read(conn, org_, namespace, session_id, user_id, claim)
+    def one_more(org, session_id):
         if session_id == "s-late" and not late:
             late.append(_record(org, deps, "s-late", "second step done"))
             call("observe.crystallize", {**BODY, "session_id": "s-late"}, local_caller(org), deps)
-        return rows
 
-    monkeypatch.setattr(observations, "session_observations", read_then_one_more)
+    deps.hooks.on("observe.read", one_more)
     _live(pool, "observe_extract_enabled", "true")
     _live(pool, "observe_extract_max_sessions_per_pass", "1000")  # other tests' sessions too
     try:

@@ -107,7 +107,7 @@ def test_sessions_that_keep_failing_wait_while_the_others_are_distilled(deps, or
         conn.execute("UPDATE loom.observations SET distilled_at = now() WHERE org = %s", (org,))
 
 
-def test_two_passes_at_once_claim_a_session_once(deps, org, pool, monkeypatch):
+def test_two_passes_at_once_claim_a_session_once(deps, org, pool):
     """GIVEN a crystallized session whose rows another transaction holds locked while two
     worker passes start (each read it as unclaimed)
     WHEN the lock is released
@@ -121,14 +121,11 @@ def test_two_passes_at_once_claim_a_session_once(deps, org, pool, monkeypatch):
         )
     _session(deps, org, mark, 3)
     claims: list[list[str]] = []
-    real = store.claim_ready_sessions
 
-    def recorded(conn, limit, seconds):
-        rows = real(conn, limit, seconds)
+    def recorded(rows):
         claims.append([r["session_id"] for r in rows if r["org"] == org])
-        return rows
 
-    monkeypatch.setattr(store, "claim_ready_sessions", recorded)
+    deps.hooks.on("observe.claimed", recorded)
     with live_setting(pool, observe_extract_enabled="true"):
         holder = deps.pool.getconn()
         try:

@@ -133,15 +133,12 @@ def _rows(pool, sql, *args):
         return conn.execute(sql, args).fetchall()
 
 
-def test_erasure_racing_observe_extract_does_not_bring_erased_data_back(
-    deps, org, pool, monkeypatch
-):
+def test_erasure_racing_observe_extract_does_not_bring_erased_data_back(deps, org, pool):
     """GIVEN alice's crystallized observations, read by an observe_extract pass, and an
     erasure of alice that runs and finishes just after the pass read them
     WHEN the pass writes what it distilled, and the erasure worker then runs
     THEN alice holds no live memory and no evidence: nothing the erasure erased comes back
     (the extraction_queue worker guards the same race with _erase_again)."""
-    from chalicelib.store import observations
     from chalicelib.workers import observe_extract
 
     deps._llm = MarkerLLM()
@@ -155,17 +152,14 @@ def test_erasure_racing_observe_extract_does_not_bring_erased_data_back(
     )
     call("observe.crystallize", body, caller, deps)
 
-    read = observations.session_observations
     erased: list[dict] = []
 
-    def read_then_erase(conn, org_, namespace, session_id, user_id, claim):
-        rows = read(conn, org_, namespace, session_id, user_id, claim)
-        if org_ == org and not erased:
+    def then_erase(org: str, session_id: str) -> None:
+        if org == caller.org and not erased:
             req = {"namespace": "obs-race", "kind": "user", "user_id": "alice"}
             erased.append(call("erasure.request", req, caller, deps).body)
-        return rows
 
-    monkeypatch.setattr(observations, "session_observations", read_then_erase)
+    deps.hooks.on("observe.read", then_erase)
     with live_setting(
         pool, observe_extract_enabled="true", observe_extract_max_sessions_per_pass="1000"
     ):

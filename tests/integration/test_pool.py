@@ -11,31 +11,32 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from chalicelib.auth import mint_token
-from chalicelib.store import pool as pool_module
 from chalicelib.store.pool import open_pool
 from chalicelib.store.thread_leases import take_thread_lease
 from tests.conftest import Api
 
 
 @pytest.fixture
-def one_connection(database_url: str):
-    small = open_pool(database_url, max_size=1)
-    yield small
-    small.close()
+def checks() -> list[int]:
+    """The round-trip checks the pools of these tests make."""
+    return []
+
+
+def _counted_pool(database_url: str, checks: list[int], **kw) -> ConnectionPool:
+    """A pool of one connection whose round-trip checks are noted in `checks`."""
+
+    def counted(conn) -> None:
+        checks.append(1)
+        ConnectionPool.check_connection(conn)
+
+    return open_pool(database_url, max_size=1, round_trip=counted, **kw)
 
 
 @pytest.fixture
-def checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the round-trip checks the pool makes."""
-    seen: list[int] = []
-    real = ConnectionPool.check_connection
-
-    def counted(conn) -> None:
-        seen.append(1)
-        real(conn)
-
-    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted))
-    return seen
+def one_connection(database_url: str, checks: list[int]):
+    small = _counted_pool(database_url, checks)
+    yield small
+    small.close()
 
 
 def _backend_pid(pool: ConnectionPool) -> int:
@@ -54,15 +55,18 @@ def test_a_connection_used_a_moment_ago_is_handed_out_without_a_check(one_connec
     assert checks == []
 
 
-def test_a_connection_idle_past_the_bound_is_checked(one_connection, checks, monkeypatch):
-    """GIVEN a connection returned to the pool longer ago than CHECK_AFTER_IDLE_SECONDS
+def test_a_connection_idle_past_the_bound_is_checked(database_url, checks):
+    """GIVEN a connection returned to the pool longer ago than its idle bound (none here)
     WHEN it is taken again
     THEN it is checked with a round trip first."""
-    _backend_pid(one_connection)
-    checks.clear()
-    monkeypatch.setattr(pool_module, "CHECK_AFTER_IDLE_SECONDS", 0.0)
-    time.sleep(0.01)
-    _backend_pid(one_connection)
+    eager = _counted_pool(database_url, checks, check_after_idle_seconds=0.0)
+    try:
+        _backend_pid(eager)
+        checks.clear()
+        time.sleep(0.01)
+        _backend_pid(eager)
+    finally:
+        eager.close()
     assert checks == [1]
 
 

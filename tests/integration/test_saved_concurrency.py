@@ -12,10 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from chalicelib.auth import local_caller
+from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.registry import call
-from chalicelib.store import saved_messages as saved_store
-from chalicelib.store import turn_tombstones
 from chalicelib.store.thread_leases import take_thread_lease
 from tests.integration.test_saved_support import (
     NS,
@@ -78,45 +77,20 @@ class GateEmbedder(FakeEmbedder):
         return super().embed_documents(texts)
 
 
-def widen_race_windows(monkeypatch, request, pool, org: str, seed: int) -> None:
-    """Pause briefly inside each write step that holds the lease (after the append's vector
-    insert, before a save's or unsave's embedding write, between a delete's two tables), so
-    that without the lease the threads would interleave inside those steps."""
-    rng = random.Random(seed)
-    lock = threading.Lock()
-
-    def wait() -> float:
-        with lock:
-            return rng.random() * 0.003
-
-    def pause() -> None:
-        time.sleep(wait())
-
-    def after(fn):
-        def wrapped(*args, **kwargs):
-            out = fn(*args, **kwargs)
-            pause()
-            return out
-
-        return wrapped
-
-    def before(fn):
-        def wrapped(*args, **kwargs):
-            pause()
-            return fn(*args, **kwargs)
-
-        return wrapped
-
-    # An append sends its vector write whole: the pause runs on the server, lease held.
-    request.addfinalizer(held_vector_writes(pool, org, "random() * 0.003"))
-    monkeypatch.setattr(
-        turn_tombstones,
-        "_settle_thread_embeddings",
-        before(turn_tombstones._settle_thread_embeddings),
-    )
-    monkeypatch.setattr(saved_store, "claim_saved", after(saved_store.claim_saved))
-    monkeypatch.setattr(saved_store, "flag_embedding", before(saved_store.flag_embedding))
-    monkeypatch.setattr(saved_store, "withdraw_embedding", before(saved_store.withdraw_embedding))
+def widen_race_windows(request, pool, org: str) -> None:
+    """Pause briefly, on the server, inside each write step that holds the lease (after the
+    append's vector write, between a save's claim and its embedding write or an unsave's
+    unflag and its withdrawal, between a delete's two tables, after an unsave removes a
+    turn), so that without the lease the threads would interleave inside those steps."""
+    wait = "random() * 0.003"
+    request.addfinalizer(held_vector_writes(pool, org, wait))
+    mine = f"NEW.org = '{org}'"
+    for step, event, when in [
+        ("flag", "UPDATE OF is_saved ON loom.conversations", mine),
+        ("thread", "UPDATE OF tombstoned_at ON loom.conversation_threads", mine),
+        ("removed", "DELETE ON loom.conversations", f"OLD.org = '{org}'"),
+    ]:
+        request.addfinalizer(paused_on_server(pool, f"{step}_{org}", event, when, wait))
 
 
 def text_of(msg: str) -> str:
@@ -239,7 +213,7 @@ def check_invariants(pool, org: str, namespace: str, conv: str, delete_times: se
 
 
 def test_saves_unsaves_appends_and_deletes_interleave_without_losing_state(
-    api, deps, org, pool, monkeypatch, request
+    api, deps, org, pool, request
 ):
     """GIVEN one conversation per round, in a recording namespace or one that does not record,
     an embedder that pauses at random and fails one call in six, and short pauses inside the
@@ -255,7 +229,7 @@ def test_saves_unsaves_appends_and_deletes_interleave_without_losing_state(
     t = open_tenant(api, deps, org)
     # A warm process: its vector index is ensured (the cold case is the xfail test below).
     t.append("c-warm", "the harbour log opens", msg_id="warm")
-    widen_race_windows(monkeypatch, request, pool, org, seed=7)
+    widen_race_windows(request, pool, org)
     started = time.monotonic()
     for rnd in range(ROUNDS):
         deps._embedder = JitteryEmbedder(seed=rnd)
@@ -338,30 +312,41 @@ def test_a_delete_waits_for_an_appends_vector_write(api, deps, org, pool, reques
     assert "m1" not in t.hit_ids("harbour opens at dawn")
 
 
-def held_vector_writes(pool, org: str, seconds: str, msg_id: str | None = None):
-    """A trigger that, once a vector row of the org (of one turn, given `msg_id`) is written,
-    sleeps on the server for `seconds` (an SQL expression) in the writing transaction, which
-    stays open, the lease held; the call it returns drops the trigger."""
-    name = f"hold_{org.replace('-', '_')}"[:50]
-    turn = f" AND NEW.msg_id = '{msg_id}'" if msg_id else ""
+def paused_on_server(pool, name: str, event: str, when: str, seconds: str):
+    """A trigger that, after each row `event` (e.g. `UPDATE OF x ON loom.t`) writes where
+    `when` holds, sleeps on the server for `seconds` (an SQL expression) in the writing
+    transaction, which stays open, the lease held; the call it returns drops the trigger."""
+    name = "hold_" + "".join(c if c.isalnum() else "_" for c in name)[:50]
     execute(
         pool,
         f"CREATE FUNCTION public.{name}() RETURNS trigger LANGUAGE plpgsql AS"
         f" $$ BEGIN PERFORM pg_sleep({seconds}); RETURN NULL; END $$",
     )
+    table = event.rsplit(" ON ", 1)[1]
     execute(
         pool,
-        f"CREATE TRIGGER {name} AFTER INSERT OR UPDATE OF embedding"
-        " ON loom.conversation_embeddings FOR EACH ROW"
-        f" WHEN (NEW.org = '{org}'{turn} AND NEW.embedding IS NOT NULL)"
+        f"CREATE TRIGGER {name} AFTER {event} FOR EACH ROW WHEN ({when})"
         f" EXECUTE FUNCTION public.{name}()",
     )
 
     def drop() -> None:
-        execute(pool, f"DROP TRIGGER IF EXISTS {name} ON loom.conversation_embeddings")
+        execute(pool, f"DROP TRIGGER IF EXISTS {name} ON {table}")
         execute(pool, f"DROP FUNCTION IF EXISTS public.{name}()")
 
     return drop
+
+
+def held_vector_writes(pool, org: str, seconds: str, msg_id: str | None = None):
+    """Once a vector row of the org (of one turn, given `msg_id`) is written, a sleep on the
+    server for `seconds` (an SQL expression) in the writing transaction (`paused_on_server`)."""
+    turn = f" AND NEW.msg_id = '{msg_id}'" if msg_id else ""
+    return paused_on_server(
+        pool,
+        f"vector_{org}",
+        "INSERT OR UPDATE OF embedding ON loom.conversation_embeddings",
+        f"NEW.org = '{org}'{turn} AND NEW.embedding IS NOT NULL",
+        seconds,
+    )
 
 
 def sleeping_writer(pool, timeout: float) -> bool:
@@ -396,7 +381,7 @@ class FirstCallGated(FakeEmbedder):
         return super().embed_documents(texts)
 
 
-def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, pool, monkeypatch):
+def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, pool, request):
     """GIVEN an append whose embed is still running, and a save of the same turn whose own
     embed fails (so it writes a flagged embedding row holding only the error)
     WHEN the append's vector lands while the save is still committing
@@ -406,14 +391,10 @@ def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, po
     t = open_tenant(api, deps, org)
     t.append("c-warm", "the harbour log opens", msg_id="warm")
     deps._embedder = embedder = FirstCallGated()
-    original = saved_store.flag_embedding
-
-    def slow_flag(*args, **kwargs):
-        original(*args, **kwargs)
-        embedder.gate.set()  # the append's vector is now on its way
-        time.sleep(0.3)  # while this save has not yet committed
-
-    monkeypatch.setattr(saved_store, "flag_embedding", slow_flag)
+    # The save's embedding write (flagged, holding only the error) sleeps before it commits.
+    flagged = f"NEW.org = '{org}' AND NEW.is_saved AND NEW.embedding IS NULL"
+    event = "INSERT OR UPDATE ON loom.conversation_embeddings"
+    request.addfinalizer(paused_on_server(pool, f"flag_{org}", event, flagged, "0.4"))
     results: dict = {}
     caller = local_caller(org)
     appender = run(
@@ -437,6 +418,8 @@ def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, po
         "user_id": "u1",
     }
     saver = run(results, "save", call, "conversation.save_message", body, caller, deps)
+    assert sleeping_writer(pool, 5)  # the save's flag written, not yet committed
+    embedder.gate.set()  # the append's vector is now on its way
     appender.join(5)
     saver.join(5)
     assert results["save"].body["reason"] == "embed_failed", results
@@ -450,20 +433,17 @@ def test_an_appends_late_vector_keeps_a_concurrent_saves_flag(api, deps, org, po
     assert hit_ids(search_saved(t, "harbour dawn", search_mode="semantic")) == ["m1"]
 
 
-def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
-    api, deps, org, pool, monkeypatch
-):
+def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(api, deps, org, pool):
     """GIVEN a process that has not yet ensured its vector index, and another writer holding
     the thread's lease
     WHEN an append to that thread embeds its turn while the lease holder writes an embedding
     row and commits
     THEN both finish: the lease holder's write lands and the append is stored.
     """
-    import chalicelib.search.store_vectors as conversation_search
-
     open_tenant(api, deps, org)
-    monkeypatch.setattr(conversation_search, "_ensured_indexes", set())
-    deps._embedder = gate = GateEmbedder()
+    gate = GateEmbedder()
+    # A process that has made sure of no vector index yet.
+    cold = Deps(deps.settings, pool=pool, embedder=gate, llm=deps.llm, vector_indexes=set())
     outcome: dict = {}
 
     def append() -> None:
@@ -477,7 +457,7 @@ def test_a_cold_processs_first_append_does_not_deadlock_with_the_lease_holder(
             "content": "the harbour opens at dawn",
         }
         try:
-            outcome["append"] = call("conversation.append", body, local_caller(org), deps).body
+            outcome["append"] = call("conversation.append", body, local_caller(org), cold).body
         except Exception as exc:
             outcome["append"] = exc
 

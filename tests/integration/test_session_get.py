@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chalicelib.deps import utcnow
 from tests.integration.test_session_support import (
     Briefs,
     RecordingLLM,
@@ -127,7 +126,7 @@ def test_include_sections_returns_the_structure_only_when_asked(b):
     assert b.get(brief_key="k")["sections"] is None
 
 
-def test_get_fills_every_output_field(b, deps):
+def test_get_fills_every_output_field(b, clock):
     """GIVEN a brief saved three times (project, branch, head sha, events, triggers, sessions)
     WHEN get reads it, with the clock moved two hours on
     THEN revisions, events_total, source_chars, brief_chars, age_seconds, source_sessions,
@@ -171,7 +170,7 @@ def test_get_fills_every_output_field(b, deps):
     assert second["head_sha"] == "sha2" and second["trigger"] == "precompact"
     assert datetime.fromisoformat(first["updated_at"]) <= updated
 
-    deps.clock = lambda: utcnow() + timedelta(hours=2)
+    clock.later = timedelta(hours=2)
     aged = b.get(brief_key="k")["age_seconds"]
     assert 2 * 3600 - 5 <= aged <= 2 * 3600 + 60
 

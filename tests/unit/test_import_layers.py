@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "chalicelib.policies")),
     ("leaves", ("chalicelib.config", "chalicelib.errors", "chalicelib.names",
                 "chalicelib.sensitivity", "chalicelib.blacklist", "chalicelib.observability",
-                "chalicelib.storable", "chalicelib.secrets", "chalicelib.legs",
+                "chalicelib.storable", "chalicelib.secrets", "chalicelib.legs", "chalicelib.hooks",
                 "chalicelib.cursors", "chalicelib.transcript_file")),
 ]  # fmt: skip
 # Siblings in one layer that must not import each other.

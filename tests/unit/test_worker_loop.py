@@ -10,7 +10,7 @@ from chalicelib.workers import schedule
 from chalicelib.workers.schedule import ScheduledWorker
 
 
-def test_a_cadence_that_cannot_be_read_does_not_stop_the_other_workers(monkeypatch):
+def test_a_cadence_that_cannot_be_read_does_not_stop_the_other_workers():
     """GIVEN two workers: the first's pass and cadence raise (the database is away), the
     second runs every second
     WHEN the loop runs for about three seconds
@@ -28,9 +28,10 @@ def test_a_cadence_that_cannot_be_read_does_not_stop_the_other_workers(monkeypat
         ScheduledWorker("first", unreadable, failing_pass),
         ScheduledWorker("second", lambda deps: 1.0, lambda deps: ran.append("second")),
     ]
-    monkeypatch.setattr(schedule, "scheduled_workers", lambda: workers)
     stop = threading.Event()
-    loop = threading.Thread(target=schedule.run_forever, args=(object(), stop), daemon=True)
+    loop = threading.Thread(
+        target=schedule.run_forever, args=(object(), stop, workers), daemon=True
+    )
     loop.start()
     time.sleep(3.2)
     alive = loop.is_alive()

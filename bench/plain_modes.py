@@ -10,13 +10,13 @@ from psycopg import Connection, sql
 from psycopg.rows import dict_row
 
 from chalicelib.auth import Caller
+from chalicelib.concurrent_work import run_concurrently
 from chalicelib.deps import Deps
-from chalicelib.legs import beside
 from chalicelib.search.ranking import rrf
 from chalicelib.search.store_vectors import TurnFilter, filter_params, returned
 from chalicelib.search.turns import vector_leg_rows
-from chalicelib.sensitivity import reads_as_high
-from chalicelib.store.pool import read_connection
+from chalicelib.sensitivity import is_sensitive
+from chalicelib.store.pool import autocommit_connection
 
 PLAIN_MODES = ("plain lexical", "plain hybrid")
 LEG_DEPTH = 20  # each leg's list, as in pgvector-python's example
@@ -54,7 +54,7 @@ def plain_search(
     model = deps.embedder.name
 
     def lexical(k: int) -> list[dict[str, Any]]:
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             return plain_window_hits(conn, filt, model=model, query=query, k=k)
 
     if mode == "plain lexical":
@@ -64,11 +64,11 @@ def plain_search(
 
         def vector_leg() -> list[dict[str, Any]]:
             query_vec = deps.embedder.embed_query(query)
-            with read_connection(deps.pool) as conn:
+            with autocommit_connection(deps.pool) as conn:
                 depth = max(deps.search_tuning.vector_leg_depth, top_k)
                 return vector_leg_rows(deps, conn, filt, query_vec, depth)
 
-        vectors = beside(vector_leg)
+        vectors = run_concurrently(vector_leg)
         words = lexical(max(LEG_DEPTH, top_k))
         near = vectors.result()
         rows = {r["msg_id"]: r for r in near} | {r["msg_id"]: r for r in words}
@@ -76,7 +76,7 @@ def plain_search(
         ranked = [str(m) for m, _ in fused]
     shown: list[str] = []
     for m in ranked:
-        if not reads_as_high(rows[m]["text"]):
+        if not is_sensitive(rows[m]["text"]):
             shown.append(m)
             if len(shown) == top_k:
                 break

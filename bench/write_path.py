@@ -13,7 +13,7 @@ from chalicelib.deps import Deps
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
 from chalicelib.services.turn_writer import embeddable
-from chalicelib.store.pool import lease_lock, read_connection, sent_whole
+from chalicelib.store.pool import autocommit_connection, lease_lock, pipelined_transaction
 from chalicelib.store.turn_writes import NewTurn
 
 SIZES = {"quick": 400, "full": 3000}
@@ -75,13 +75,13 @@ def _floor(deps: Deps, org: str, rows: range, vectors: list, *, indexed: bool) -
     lease = lease_lock("%s", 0)
     thread = "floor-indexed" if indexed else "floor"
     key = f"{org}\x1fw\x1f{thread}"
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         start = time.perf_counter()
         for i in rows:
-            with sent_whole(conn):
+            with pipelined_transaction(conn):
                 conn.execute(lease, (key,))
                 conn.execute(_FLOOR_TURN, (org, thread, f"f{i}", _turn(i)))
-            with sent_whole(conn):
+            with pipelined_transaction(conn):
                 conn.execute("SET LOCAL synchronous_commit = off")
                 conn.execute(lease, (key,))
                 v = vectors[i]
@@ -142,7 +142,7 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
         call("conversation.append", {**body, "msg_id": "m7", "content": _turn(7)}, caller, deps)
 
     def lookup() -> None:
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             conn.execute(
                 "SELECT 1 FROM loom.conversations WHERE org = %s AND namespace = 'w'"
                 " AND thread_id = 't' AND agent = 'bench' AND msg_id = 'm7'",

@@ -408,16 +408,16 @@ def high_shapes(text: str) -> list[str]:
     return list(_shapes(text))
 
 
-def reads_as_high(text: str) -> bool:
-    """True when text holds any high-sensitivity shape."""
+def is_sensitive(text: str) -> bool:
+    """True when text "reads as high" (the spec's high sensitivity): it holds any high shape."""
     return next(_shapes(text), None) is not None
 
 
-def embedded_reads_as_high(text: str, embed_chars: int) -> bool:
+def is_sensitive_embedded(text: str, embed_chars: int) -> bool:
     """True when text, or the first `embed_chars` of it (what an embedder is sent and an index
     keeps), holds a high shape: a cut can make one out of a longer run (five groups of four
     digits, cut after the fourth, read as a card number)."""
-    return reads_as_high(text) or (len(text) > embed_chars and reads_as_high(text[:embed_chars]))
+    return is_sensitive(text) or (len(text) > embed_chars and is_sensitive(text[:embed_chars]))
 
 
 @functools.cache
@@ -427,10 +427,10 @@ def guard_fingerprint() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
-def excerpt_reads_as_high(text: str, shown_chars: int, lookahead: int = 1024) -> bool:
+def is_sensitive_excerpt(text: str, shown_chars: int, lookahead: int = 1024) -> bool:
     """True when the shown excerpt, or the lookahead characters past it, holds a high shape;
     the excerpt is checked as cut too (a cut can make a card number of a longer digit run)."""
     shown = max(0, shown_chars)
-    return reads_as_high(text[: shown + max(0, lookahead)]) or (
-        len(text) > shown and reads_as_high(text[:shown])
+    return is_sensitive(text[: shown + max(0, lookahead)]) or (
+        len(text) > shown and is_sensitive(text[:shown])
     )

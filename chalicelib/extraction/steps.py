@@ -9,6 +9,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Any
 
+from chalicelib.concurrent_work import run_concurrently
 from chalicelib.config import Settings
 from chalicelib.errors import UpstreamError, ValidationFailedError
 from chalicelib.extraction import prompts
@@ -21,15 +22,14 @@ from chalicelib.extraction.pipeline import (
     is_coding_capture,
     step,
 )
-from chalicelib.legs import beside
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.providers.llm import LLMError, ModelNotFoundError, UnparsableAnswerError
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import is_sensitive
 from chalicelib.services.memory_writer import Entry, canonical_hash, mint_key, write_entries
 from chalicelib.storable import unstorable
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import Drop, cache_response, cached_response
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 _WORD = re.compile(r"[a-z0-9]+")
 # Model text PostgreSQL cannot store (a NUL, a lone surrogate): dropped, counted as a parse loss.
@@ -59,7 +59,7 @@ def call_model(
     llm = run.deps.llm
     digest = cache_key(run, model or llm.name, system, user)
     ttl_days = run.live.extraction_cache_ttl_days
-    with read_connection(run.deps.pool) as conn:
+    with autocommit_connection(run.deps.pool) as conn:
         cached = cached_response(conn, digest, ttl_days)
     if cached is not None:
         text, tokens_in, _ = cached
@@ -102,7 +102,7 @@ def call_model(
 
 @step("loom.fetch_namespace_categories")
 def fetch_namespace_categories(run: Run) -> None:
-    with read_connection(run.deps.pool) as conn:
+    with autocommit_connection(run.deps.pool) as conn:
         run.categories = memory_store.namespace_categories(conn, run.org, run.namespace)
 
 
@@ -111,14 +111,14 @@ def fetch_existing_memories(run: Run) -> None:
     # A turn that reads as high is never sent to the embedder, nor is a query that reads as
     # high once the others are joined and cut.
     plain = [m["content"] for m in run.messages if m["role"] == "user"]
-    said = " ".join(c for c in plain if not reads_as_high(c))[:2000]
-    if not said.strip() or reads_as_high(said):
+    said = " ".join(c for c in plain if not is_sensitive(c))[:2000]
+    if not said.strip() or is_sensitive(said):
         return
     try:
         query_vec = run.deps.embedder.embed_query(said)
     except EmbedderError as exc:
         raise UpstreamError(f"embedder unavailable: {exc}") from exc
-    with read_connection(run.deps.pool) as conn:
+    with autocommit_connection(run.deps.pool) as conn:
         rows = memory_store.vector_leg(
             conn,
             org=run.org,
@@ -362,7 +362,7 @@ def verify_durable(run: Run) -> None:
                 run, VERIFIER_SYSTEM, prompt, model=model, stage="loom.verify_durable"
             )
 
-        asked = beside(ask, lane="model")
+        asked = run_concurrently(ask, runner="model")
         try:
             answer = asked.result(timeout=timeout)
         except FutureTimeout:
@@ -372,8 +372,8 @@ def verify_durable(run: Run) -> None:
             continue  # a model the provider does not serve is skipped, as one without its key
         verdicts.append({int(i) for i in answer.get("non_durable") or []})
     every = set.intersection(*verdicts) if verdicts else set()
-    doomed = [run.facts[i] for i in sorted(every) if i < len(run.facts)]
-    run.drop("loom.verify_durable", "non_durable", doomed)
+    non_durable = [run.facts[i] for i in sorted(every) if i < len(run.facts)]
+    run.drop("loom.verify_durable", "non_durable", non_durable)
 
 
 @step("loom.hash_dedup")
@@ -382,7 +382,7 @@ def hash_dedup(run: Run) -> None:
     if not run.facts:
         return
     hashes = [canonical_hash(f.value) for f in run.facts]
-    with read_connection(run.deps.pool) as conn:
+    with autocommit_connection(run.deps.pool) as conn:
         stored = memory_store.stored_hashes(conn, run.org, run.namespace, run.user_id, hashes)
     seen: set[str] = set()
     repeats = []

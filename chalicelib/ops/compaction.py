@@ -18,7 +18,7 @@ from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.providers.llm import LLMError, LLMResult
 from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import ensure_vector_index
-from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.sensitivity import is_sensitive, is_sensitive_embedded
 from chalicelib.store.compaction_rows import (
     SUMMARY_ID_PREFIX,
     insert_summary,
@@ -107,7 +107,7 @@ def plan_window(
     for turn in candidates:
         if full and w.preceding >= min_to_compact:
             break
-        if turn["is_saved"] or reads_as_high(turn["content"]):
+        if turn["is_saved"] or is_sensitive(turn["content"]):
             w.held_back += 1
             continue
         if full:  # past the budget: only counted
@@ -183,7 +183,7 @@ def compact(inp: CompactInput, ctx: OpContext) -> CompactOutput:
     summary = result.text.strip()
     if not summary:
         return _refused("summarizer-empty", *spent)
-    if embedded_reads_as_high(summary, EMBED_CHARS):
+    if is_sensitive_embedded(summary, EMBED_CHARS):
         return _refused("summary-high-sensitivity", *spent)
     try:
         vector = deps.embedder.embed_documents([summary[:EMBED_CHARS]])[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from chalicelib.ops.common import OpOutput, OrgScoped
 from chalicelib.registry import OpContext, op
 from chalicelib.store.namespaces import conversation_logging_enabled, set_conversation_logging
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 
 class SetLoggingInput(OrgScoped):
@@ -38,6 +38,6 @@ class GetLoggingInput(OrgScoped):
 @op("conversation.get_logging", role="viewer", kind="read", mcp="unlisted")
 def get_logging(inp: GetLoggingInput, ctx: OpContext) -> SetLoggingOutput:
     """Whether this namespace records transcripts (false for a namespace never switched on)."""
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         enabled = conversation_logging_enabled(conn, inp.org, inp.namespace)
     return SetLoggingOutput(namespace=inp.namespace, enabled=enabled)

@@ -13,7 +13,7 @@ from chalicelib.errors import ValidationFailedError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, OrgScoped
 from chalicelib.ops.conversation_fields import ThreadId, any_agent
 from chalicelib.registry import OpContext, op
-from chalicelib.sensitivity import excerpt_reads_as_high, reads_as_high
+from chalicelib.sensitivity import is_sensitive, is_sensitive_excerpt
 from chalicelib.store.threads import get_thread, recent_threads
 from chalicelib.store.turn_pages import count_live_turns, page_turns
 
@@ -110,7 +110,7 @@ def get(inp: GetInput, ctx: OpContext) -> GetOutput:
     return GetOutput(
         found=found,
         thread_id=inp.thread_id,
-        title="" if reads_as_high(thread.get("title", "")) else thread.get("title", ""),
+        title="" if is_sensitive(thread.get("title", "")) else thread.get("title", ""),
         metadata=thread.get("metadata", {}),
         run_id=thread.get("run_id", "-"),
         user_id=thread.get("user_id", "-"),
@@ -208,10 +208,10 @@ def threads(inp: ThreadsInput, ctx: OpContext) -> ThreadsOutput:
         last = r["last_content"]
         summary = {
             "thread_id": r["thread_id"],
-            "title": "" if reads_as_high(r["title"]) else r["title"],
+            "title": "" if is_sensitive(r["title"]) else r["title"],
             "agent": r["agent"],
             "msg_count": r["msg_count"],
-            "last_excerpt": "" if excerpt_reads_as_high(last, shown) else last[:shown],
+            "last_excerpt": "" if is_sensitive_excerpt(last, shown) else last[:shown],
             "last_ts": r["last_ts"],
         }
         out.append({k: summary[k] for k in wanted})

@@ -13,7 +13,7 @@ from chalicelib.registry import OpContext, op
 from chalicelib.search.store_vectors import TurnFilter
 from chalicelib.search.turns import SearchMode, search_turns
 from chalicelib.store.namespaces import org_namespaces
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 
 class SearchInput(AgentScoped):
@@ -68,7 +68,7 @@ def fan_out(ctx: OpContext, org: str, namespace: str, scope: str) -> tuple[list[
     if scope == "this" or ctx.caller.namespace is not None:
         return [namespace], []
     cap = ctx.live().memory_search_fanout_max_namespaces
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         mine = org_namespaces(conn, org)  # every one skipped is named
     others = [ns for ns in mine if ns != namespace]
     return [namespace, *others[: cap - 1]], others[cap - 1 :]

@@ -23,7 +23,7 @@ from chalicelib.storable import unstorable
 from chalicelib.store import erasure as store
 from chalicelib.store import erasure_export
 from chalicelib.store import erasure_jobs as jobs
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 # A subject with more rows than this runs as a job of the erasure worker, a batch at a time.
 INLINE_MAX_ROWS = 5000
@@ -114,7 +114,7 @@ def request(inp: RequestInput, ctx: OpContext) -> JobOut:
     from disk); a large subject runs as a job whose status erasure.status reads."""
     s = subject_of(inp, ctx.caller)
     sha = subject_sha256(s, inp.purge)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         large = inp.defer or store.count_rows(conn, s, INLINE_MAX_ROWS) > INLINE_MAX_ROWS
     with ctx.deps.pool.connection() as conn:
         job, created = jobs.open_job(
@@ -140,7 +140,7 @@ def request(inp: RequestInput, ctx: OpContext) -> JobOut:
             jobs.release_job(conn, job["job_id"], error=str(exc))
             job = jobs.get_job(conn, inp.org, job["job_id"]) or job
         return _job_out(job)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         return _job_out(jobs.get_job(conn, inp.org, job["job_id"]) or job)
 
 
@@ -161,7 +161,7 @@ class StatusOutput(OpOutput):
 def status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
     """One erasure job of the org (of its namespace, for a token bound to one): its state and
     what it has tombstoned and removed so far."""
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         job = jobs.get_job(conn, inp.org, inp.job_id, namespace=ctx.caller.namespace)
     return StatusOutput(found=job is not None, job=_job_out(job) if job else None)
 
@@ -215,7 +215,7 @@ def export(inp: ExportInput, ctx: OpContext) -> ExportOutput:
     index, after = _decode(inp.cursor) if inp.cursor else (0, None)
     tables: dict[str, list[dict[str, Any]]] = {}
     left, next_cursor = inp.limit, None
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         if after is not None and not erasure_export.key_fits(conn, EXPORTED[index], after):
             raise _not_a_cursor()
         while index < len(EXPORTED):

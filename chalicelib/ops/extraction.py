@@ -32,7 +32,7 @@ from chalicelib.store import evidence as evidence_store
 from chalicelib.store import extraction_queue as queue_store
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_support import Drop, record_drops
-from chalicelib.store.pool import database_clock, read_connection
+from chalicelib.store.pool import autocommit_connection, database_clock
 
 MAX_INSTRUCTIONS = 4096
 Short = Annotated[str, StringConstraints(max_length=2000)]
@@ -140,7 +140,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     if deferred_by is not None:
         return _enqueue(inp, ctx, deferred_by)
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         began = database_clock(conn)
     now = inp.request_time or deps.clock()
     run = _new_run(inp, ctx, live, policy, now)

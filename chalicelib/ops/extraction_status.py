@@ -13,7 +13,7 @@ from chalicelib.ops.common import AgentScoped, OpOutput
 from chalicelib.providers.queue import send_committed
 from chalicelib.registry import OpContext, op
 from chalicelib.store import extraction_queue as store
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 QueueId = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 EXPIRED_DAYS = 29
@@ -51,7 +51,7 @@ class StatusOutput(OpOutput):
 def extraction_status(inp: StatusInput, ctx: OpContext) -> StatusOutput:
     """The namespace's deferred batches by id or status; a user-bounded token sees its user's."""
     _refuse_unpinned_user_bound(ctx.caller)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         rows = store.statuses(
             conn,
             org=inp.org,
@@ -79,7 +79,7 @@ def _own_batches(ctx: OpContext, inp: MineInput) -> dict[str, dict[str, Any]]:
     """Only what this principal queued in this namespace, inside its read scope."""
     caller: Caller = ctx.caller
     _refuse_unpinned_user_bound(caller)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         rows = store.statuses(
             conn,
             org=inp.org,

@@ -14,13 +14,13 @@ from chalicelib.ops.common import AgentScoped, Ident, Moment, OpInput, OpOutput
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.registry import OpContext, op
 from chalicelib.search.ranking import rrf
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import is_sensitive
 from chalicelib.services.memory_writer import Entry, write_entries
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
 from chalicelib.store.extraction_queue import has_pending
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 USER_SCOPES: tuple[ReadScope, ...] = ("namespace", "own_user")
 Key = Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^[^\s\x00]+$")]
@@ -154,7 +154,7 @@ def memory_get(inp: GetInput, ctx: OpContext) -> GetOutput:
     user = write_user(ctx.caller, inp.user_id)
     with ctx.deps.pool.connection() as conn:
         row = store.get_memory(conn, inp.org, inp.namespace, user, inp.key)
-        if row is not None and reads_as_high(row["value"]):
+        if row is not None and is_sensitive(row["value"]):
             write_audit(
                 conn,
                 org=inp.org,
@@ -229,7 +229,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
             query_vec = ctx.deps.embedder.embed_query(inp.query)
         except EmbedderError:
             query_vec = None
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         if query_vec is not None:
             vec_rows = store.vector_leg(
                 conn,
@@ -272,7 +272,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
 
 def _shows_high(row: dict[str, Any]) -> bool:
     """Whether a hit would show text that reads as high: its value, key or a tag."""
-    return any(reads_as_high(text) for text in (row["value"], row["key"], *row["tags"]))
+    return any(is_sensitive(text) for text in (row["value"], row["key"], *row["tags"]))
 
 
 # ---- evidence and recall -------------------------------------------------------------------
@@ -302,7 +302,7 @@ class EvidenceOutput(OpOutput):
 def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
     """The source turns one memory was extracted from, with the supporting span."""
     user = write_user(ctx.caller, inp.user_id)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         rows = evidence_store.evidence_for(conn, inp.org, inp.namespace, user, inp.key)
     turns = []
     for r in rows:
@@ -310,7 +310,7 @@ def memory_evidence(inp: EvidenceInput, ctx: OpContext) -> EvidenceOutput:
         # memory.get, with a memory.sensitive_read audit row, serves such text.
         turn = {k: r[k] for k in EvidenceTurn.model_fields}
         for part in ("content", "span", "name"):
-            if reads_as_high(turn[part]):
+            if is_sensitive(turn[part]):
                 turn[part] = ""
         turns.append(EvidenceTurn(**turn))
     return EvidenceOutput(key=inp.key, turns=turns)
@@ -350,7 +350,7 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
     # Most answers take one page; a small limit among many turns that read as high still
     # takes few round trips.
     page_size = max(inp.limit, RECALL_MIN_PAGE)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         # A turn that reads as high is never a recall hit (as memory.search never serves such
         # a chunk); pages continue past them until the limit is met or RECALL_SCAN rows read.
         while len(found) < inp.limit and scanned < RECALL_SCAN:
@@ -369,7 +369,7 @@ def memory_recall(inp: RecallInput, ctx: OpContext) -> RecallOutput:
             scanned += len(page)
             # A turn whose text, or speaker's name, reads as high is no hit.
             found += [
-                r for r in page if not (reads_as_high(r["content"]) or reads_as_high(r["name"]))
+                r for r in page if not (is_sensitive(r["content"]) or is_sensitive(r["name"]))
             ]
             if len(page) < page_size:
                 break

@@ -10,21 +10,21 @@ import numpy as np
 from pydantic import Field, StringConstraints, model_validator
 
 from chalicelib.auth import ReadScope
+from chalicelib.concurrent_work import run_concurrently
 from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.deps import Deps
 from chalicelib.errors import UnavailableError, ValidationFailedError
-from chalicelib.legs import beside
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput, check_turn_key
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.registry import OpContext, op
 from chalicelib.search.ranking import centred_excerpt, rrf
 from chalicelib.sensitivity import (
-    embedded_reads_as_high,
-    excerpt_reads_as_high,
-    reads_as_high,
+    is_sensitive,
+    is_sensitive_embedded,
+    is_sensitive_excerpt,
 )
 from chalicelib.store import saved_messages as store
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 from chalicelib.store.saved_search import lexical_leg, vector_leg
 from chalicelib.store.thread_leases import take_thread_lease
 from chalicelib.store.turn_tombstones import settle_turn_embedding
@@ -135,7 +135,7 @@ def _attempt_save(s: _Saving) -> SaveOutput | None:
     """Read the message, embed it when its row has no vector, and save it under the lease;
     None when it changed in between (read it again)."""
     inp = s.inp
-    with read_connection(s.deps.pool) as conn:
+    with autocommit_connection(s.deps.pool) as conn:
         copy = s.find_copy(conn)
     if copy is not None:
         refusal = _refusal(copy, inp.user_id, s.shared_ok)
@@ -144,7 +144,7 @@ def _attempt_save(s: _Saving) -> SaveOutput | None:
         if copy["is_saved"] and copy["has_vector"] and copy["vector_flagged"]:
             return s.answer(True, "duplicate", copy["ts"])
     content = copy["content"] if copy else inp.content
-    if embedded_reads_as_high(content, EMBED_CHARS):
+    if is_sensitive_embedded(content, EMBED_CHARS):
         return s.answer(False, "high_sensitivity")
     has_vector = copy is not None and copy["has_vector"]
     embedding = (None, None) if has_vector else s.embed(content[:EMBED_CHARS])
@@ -246,7 +246,7 @@ def _refusal(copy: dict[str, Any], user: str, shared_ok: bool) -> SaveReason:
         # The copies share one vector row, and it indexes another user's copy: saving this one
         # would hand that user's row (and words) to the caller.
         return "owner_mismatch"
-    if embedded_reads_as_high(copy["content"], EMBED_CHARS):
+    if is_sensitive_embedded(copy["content"], EMBED_CHARS):
         return "high_sensitivity"
     return ""
 
@@ -347,7 +347,7 @@ def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
     """One user's saved messages, most recently saved first; `ts` is when it was saved."""
     wanted = _check_fields(inp.fields)
     shown = ctx.live().conversation_search_excerpt_chars
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         rows = store.list_saved(
             conn,
             org=inp.org,
@@ -361,7 +361,7 @@ def list_saved_messages(inp: ListSavedInput, ctx: OpContext) -> ListSavedOutput:
     out = []
     for r in page:
         content = r.pop("content")
-        r["excerpt"] = "" if excerpt_reads_as_high(content, shown) else content[:shown]
+        r["excerpt"] = "" if is_sensitive_excerpt(content, shown) else content[:shown]
         out.append(SavedRow(**r).model_dump(include=set(wanted)))
     last = page[-1] if page else None
     more = len(rows) > inp.limit and last is not None
@@ -386,7 +386,7 @@ class SavedStatusOutput(OpOutput):
 @op("conversation.saved_status", role="viewer", kind="read", mcp="unlisted", scopes=USER_SCOPES)
 def saved_status(inp: SavedStatusInput, ctx: OpContext) -> SavedStatusOutput:
     """Which of these messages this user has saved, in the order asked."""
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         saved = store.saved_among(
             conn, inp.org, inp.namespace, inp.user_id, inp.conversation_id, inp.message_ids
         )
@@ -437,7 +437,7 @@ def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedO
             query_vec = ctx.deps.embedder.embed_query(inp.query)
         except EmbedderError:
             return []  # fail open: the lexical leg still answers
-        with read_connection(pool) as conn:
+        with autocommit_connection(pool) as conn:
             return vector_leg(
                 conn, **scope, model=ctx.deps.embedder.name, query_vec=query_vec, depth=LEG_DEPTH
             )
@@ -445,10 +445,10 @@ def search_saved_messages(inp: SearchSavedInput, ctx: OpContext) -> SearchSavedO
     def lexical() -> list[dict[str, Any]]:
         if inp.search_mode == "semantic":
             return []
-        with read_connection(pool) as conn:
+        with autocommit_connection(pool) as conn:
             return lexical_leg(conn, **scope, query=inp.query, depth=LEG_DEPTH)
 
-    lexical_future = beside(lexical)
+    lexical_future = run_concurrently(lexical)
     vector_rows = vector()
     lexical_rows = lexical_future.result()
     return SearchSavedOutput(hits=_fuse(inp, vector_rows, lexical_rows, shown))
@@ -461,8 +461,8 @@ def _fuse(
     shown: int,
 ) -> list[SavedRow]:
     """The hits in fused order; a BM25 hit's excerpt is centred on the terms it matched."""
-    vector_rows = [r for r in vector_rows if not reads_as_high(r["text"])]
-    lexical_rows = [r for r in lexical_rows if not reads_as_high(r["content"])]
+    vector_rows = [r for r in vector_rows if not is_sensitive(r["text"])]
+    lexical_rows = [r for r in lexical_rows if not is_sensitive(r["content"])]
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for r in vector_rows:
         by_key.setdefault(

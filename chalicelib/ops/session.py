@@ -16,10 +16,10 @@ from chalicelib.brief.sections import ACCUMULATING, BriefSections, merge, render
 from chalicelib.errors import BadRequestError, ConflictError, UnavailableError
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.registry import OpContext, op
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import is_sensitive
 from chalicelib.store import session_briefs as store
 from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,159}$")
 _KEY_CHAR = re.compile(r"[^A-Za-z0-9_.:/@+-]")
@@ -151,7 +151,7 @@ def brief_save(inp: SaveInput, ctx: OpContext) -> SaveOutput:
     deps, caller = ctx.deps, ctx.caller
     raw_key = inp.brief_key or auto_key(inp.project, inp.branch, inp.session_id)
     key, shown = stored_key(caller, raw_key, inp.user_id, inp.session_id)
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         current = store.read_brief(conn, inp.org, inp.namespace, key)
         recording = conversation_logging_enabled(conn, inp.org, inp.namespace)
     live = current if current and current["deleted_at"] is None else None
@@ -383,7 +383,7 @@ def brief_get(inp: GetInput, ctx: OpContext) -> GetOutput:
     """Load a brief by key, else the newest a session contributed to, else a project's newest."""
     caller = ctx.caller
     prefix = _key_prefix(caller, inp.user_id, inp.session_id)
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         if inp.brief_key:
             key, _ = stored_key(caller, inp.brief_key, inp.user_id, inp.session_id)
         else:
@@ -483,7 +483,7 @@ def _goal_line(goal: str) -> str:
 def _listed_goal(goal: str) -> str:
     """The goal as the list shows it: empty when it, or its line in `rendered`, reads as high
     (as conversation.threads blanks such a title)."""
-    return "" if reads_as_high(goal) or reads_as_high(_goal_line(goal)) else goal
+    return "" if is_sensitive(goal) or is_sensitive(_goal_line(goal)) else goal
 
 
 @op("session.brief_list", role="viewer", kind="read", mcp="unlisted", scopes=ALL_SCOPES)
@@ -492,7 +492,7 @@ def brief_list(inp: ListInput, ctx: OpContext) -> ListOutput:
 
     A goal that reads as high lists empty (session.brief_get still shows the brief)."""
     caller = ctx.caller
-    with read_connection(ctx.deps.pool) as conn:
+    with autocommit_connection(ctx.deps.pool) as conn:
         rows = store.find_briefs(
             conn,
             org=inp.org,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from chalicelib.legs import beside
+from chalicelib.concurrent_work import run_concurrently
 from chalicelib.providers.embedder import EmbedderError
 from chalicelib.search.lexical import plan_window_search
 from chalicelib.search.ranking import centred_excerpt, rrf
@@ -21,8 +21,8 @@ from chalicelib.search.store_vectors import (
     vector_search,
 )
 from chalicelib.search.store_windows import read_window_hits
-from chalicelib.sensitivity import reads_as_high
-from chalicelib.store.pool import read_connection
+from chalicelib.sensitivity import is_sensitive
+from chalicelib.store.pool import autocommit_connection
 
 if TYPE_CHECKING:
     from chalicelib.deps import Deps
@@ -67,10 +67,10 @@ def search_turns(
             return None  # fail open: the lexical leg answers alone
         finally:
             embedded.set_result(query_vec)
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             return vector_leg_rows(deps, conn, filt, query_vec, vector_depth, in_context=True)
 
-    vector_rows = beside(vector_leg)
+    vector_rows = run_concurrently(vector_leg)
     # With weight 0 BM25 takes no part: its hits would join the turns the vectors rank.
     lexical = (
         _lexical_rows(deps, filt, query, bm25_depth, embedded.result) if lexical_weight else []
@@ -90,12 +90,12 @@ def _semantic(
         return _substring_hits(deps, filt, query, top_k, excerpt_chars)
     floor = deps.live().conversation_search_min_similarity
     floor = deps.embedder.default_floor if floor is None else floor
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         rows = vector_leg_rows(deps, conn, filt, query_vec, top_k)
     return [
         _as_hit(r, r["text"][:excerpt_chars], r["similarity"], r["similarity"])
         for r in rows
-        if r["similarity"] >= floor and not reads_as_high(r["text"])
+        if r["similarity"] >= floor and not is_sensitive(r["text"])
     ]
 
 
@@ -140,14 +140,14 @@ def _lexical_rows(
     no connection), each with its similarities and followed by the turn before it. A hit that
     reads as high is dropped where hits are shown (`_fuse`): only the few shown are read."""
     tuning, caches = deps.search_tuning, deps.search_caches
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         planned = plan_window_search(
             conn, filt, model=deps.embedder.name, query=query, k=k, tuning=tuning, caches=caches
         )
         rows = [] if planned is None or query_vec else read_window_hits(conn, planned)
     if planned is not None and query_vec is not None:
         vector = query_vec()  # waited for holding no connection
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             rows = read_window_hits(conn, planned, vector, befores=True)
     return rows
 
@@ -195,7 +195,7 @@ def _fuse(
     out: list[dict[str, Any]] = []
     for k, score in ranked:
         r = rows[cast(HitKey, k)]
-        if reads_as_high(r["text"]):  # indexed before today's guard read it as high
+        if is_sensitive(r["text"]):  # indexed before today's guard read it as high
             continue
         if k in found:
             excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
@@ -213,12 +213,12 @@ def _substring_hits(
     hits: list[dict[str, Any]] = []
     seen: set[HitKey] = set()
     page = max(top_k * 2, 20)
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         for n in range(deps.search_tuning.substring_pages):
             rows = substring_search(conn, filt, needle=query, limit=page, offset=n * page)
             for r in rows:
                 key = (r["namespace"], r["thread_id"], r["msg_id"])
-                if key in seen or reads_as_high(r["content"]):
+                if key in seen or is_sensitive(r["content"]):
                     continue
                 seen.add(key)
                 content = r.pop("content")

@@ -15,7 +15,7 @@ from psycopg import Connection
 from chalicelib.blacklist import blacklisted
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import embedded_reads_as_high
+from chalicelib.sensitivity import is_sensitive_embedded
 from chalicelib.store import memories as store
 from chalicelib.store.audit import write_audit
 
@@ -87,7 +87,7 @@ def write_entries(
         [
             e
             for e in entries
-            if id(e) not in refused and not embedded_reads_as_high(e.value, EMBED_CHARS)
+            if id(e) not in refused and not is_sensitive_embedded(e.value, EMBED_CHARS)
         ],
     )
     clock.lap("bulk.embed")
@@ -157,7 +157,7 @@ def _write_version(
         locked=e.locked,
         vector=vector,
         embed_model=deps.embedder.name,
-        withheld=embedded_reads_as_high(e.value, EMBED_CHARS),
+        withheld=is_sensitive_embedded(e.value, EMBED_CHARS),
     )
     scope = (author.org, author.namespace, author.user_id)
     store.write_memory(conn, *scope, w, version, verdict)

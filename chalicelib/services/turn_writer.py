@@ -13,9 +13,9 @@ from typing import Literal
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.search.store_vectors import ensure_vector_index, vector_index_ready
-from chalicelib.sensitivity import embedded_reads_as_high
+from chalicelib.sensitivity import is_sensitive_embedded
 from chalicelib.store import worker_positions
-from chalicelib.store.pool import database_clock, read_connection
+from chalicelib.store.pool import autocommit_connection, database_clock
 from chalicelib.store.turn_vectors import TurnVector, turns_without_vectors, write_embeddings
 from chalicelib.store.turn_writes import (
     UNRECORDED,
@@ -40,7 +40,7 @@ class Recorded:
 def embeddable(turn: NewTurn) -> bool:
     """User and assistant turns are embedded, unless their text (or the part embedded) reads
     as high."""
-    return turn.role in ("user", "assistant") and not embedded_reads_as_high(
+    return turn.role in ("user", "assistant") and not is_sensitive_embedded(
         turn.content, EMBED_CHARS
     )
 
@@ -51,7 +51,7 @@ def record_turns(deps: Deps, turns: list[NewTurn]) -> list[Recorded]:
         return []
     first = turns[0]
     scope = (first.org, first.namespace, first.thread_id, first.agent)
-    with read_connection(deps.pool) as conn:  # one checkout until the embed
+    with autocommit_connection(deps.pool) as conn:  # one checkout until the embed
         recording, known = append_state(conn, *scope, [t.msg_id for t in turns])
         if recording is False:
             # The owner's choice answers first: a turn stored (or deleted) while the namespace
@@ -145,14 +145,14 @@ def index_unembedded_turns(
     reads; turns that read as high have no vector by design and are passed over. Returns the
     turns indexed."""
     indexed = 0
-    with read_connection(deps.pool) as conn:
+    with autocommit_connection(deps.pool) as conn:
         now = database_clock(conn)
         at = worker_positions.position(conn, REPAIR_WORKER)
     oldest = (now - timedelta(hours=REPAIR_HOURS), "")
     after = max(at, oldest) if at else oldest
     until = now - timedelta(seconds=REPAIR_SETTLE_SECONDS)
     for _ in range(pages):
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             rows = turns_without_vectors(
                 conn, deps.embedder.name, after=after, until=until, limit=batch
             )
@@ -167,7 +167,7 @@ def index_unembedded_turns(
                 indexed += not removed
         # Read to `until` (a short page): the next pass starts there.
         after = (rows[-1]["ts"], rows[-1]["msg_id"]) if len(rows) == batch else (until, "")
-        with read_connection(deps.pool) as conn:
+        with autocommit_connection(deps.pool) as conn:
             worker_positions.advance(conn, REPAIR_WORKER, after)
         if len(rows) < batch:
             break

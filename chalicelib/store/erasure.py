@@ -157,14 +157,14 @@ _BATCH = (
 _IN_BATCH = "{a}.org = %(org)s AND {a}.namespace = b.namespace AND {a}.thread_id = b.thread_id"
 
 
-def _doomed(s: Subject) -> sql.Composable:
+def _erased_turns(s: Subject) -> sql.Composable:
     """The subject's turns in the batch, and (recursively) the compaction summaries built from
     them: a summary holds their words. `own` is false for a summary."""
     return sql.SQL(
-        "doomed AS (SELECT c.namespace, c.thread_id, c.agent, c.msg_id, true AS own"
+        "erased AS (SELECT c.namespace, c.thread_id, c.agent, c.msg_id, true AS own"
         " FROM loom.conversations c JOIN batch b ON " + _IN_BATCH.format(a="c") + " WHERE {subj}"
         " UNION SELECT c.namespace, c.thread_id, c.agent, c.msg_id, false"
-        " FROM loom.conversations c JOIN doomed d ON c.org = %(org)s"
+        " FROM loom.conversations c JOIN erased d ON c.org = %(org)s"
         " AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
         " WHERE " + summary_row("c") + " AND c.metadata->'compacted_from' ? d.msg_id)"
     ).format(subj=subject_match(CONVERSATIONS, s, "c"))
@@ -214,11 +214,11 @@ def erase_threads(
     }
     # The same leases appends, saves, compaction and deletes take.
     take_thread_leases(conn, s.org, threads)
-    tomb = _tombstone_threads(conn, s, params)
+    tombstoned = _tombstone_threads(conn, s, params)
     _clear_titler_titles(conn, params)
     removed = _purge_threads(conn, s, params) if purge else {}
     _scrub_windows(conn, s.org, threads, params)
-    return tomb, removed
+    return tombstoned, removed
 
 
 def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> Counts:
@@ -227,15 +227,15 @@ def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> 
     leases)."""
     subj_e = subject_match(EMBEDDINGS, s, "e")
     subj_t = subject_match(THREADS, s, "t")
-    tomb: Counts = {}
-    tomb[CONVERSATIONS.name] = _run(
+    tombstoned: Counts = {}
+    tombstoned[CONVERSATIONS.name] = _run(
         conn,
         sql.SQL(
-            "WITH RECURSIVE " + _BATCH + ", {doomed}"
-            " UPDATE loom.conversations c SET tombstoned_at = %(now)s FROM doomed d"
+            "WITH RECURSIVE " + _BATCH + ", {erased}"
+            " UPDATE loom.conversations c SET tombstoned_at = %(now)s FROM erased d"
             " WHERE c.org = %(org)s AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
             " AND c.agent = d.agent AND c.msg_id = d.msg_id AND c.tombstoned_at IS NULL"
-        ).format(doomed=_doomed(s)),
+        ).format(erased=_erased_turns(s)),
         params,
     )
     # A subject's embedding row another user's live copy still holds passes to that copy.
@@ -248,7 +248,7 @@ def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> 
         ).format(subj=subj_e),
         params,
     )
-    tomb[EMBEDDINGS.name] = _run(
+    tombstoned[EMBEDDINGS.name] = _run(
         conn,
         sql.SQL(
             "WITH " + _BATCH + " UPDATE loom.conversation_embeddings e SET tombstoned_at = %(now)s"
@@ -260,7 +260,7 @@ def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> 
         ).format(subj=subj_e),
         params,
     )
-    tomb[THREADS.name] = _run(
+    tombstoned[THREADS.name] = _run(
         conn,
         sql.SQL(
             "WITH " + _BATCH + " UPDATE loom.conversation_threads t"
@@ -269,7 +269,7 @@ def _tombstone_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> 
         ).format(subj=subj_t),
         params,
     )
-    return tomb
+    return tombstoned
 
 
 def _clear_titler_titles(conn: Connection, params: dict[str, Any]) -> None:
@@ -314,26 +314,26 @@ def _purge_threads(conn: Connection, s: Subject, params: dict[str, Any]) -> Coun
     removed[EMBEDDINGS.name] = _run(
         conn,
         sql.SQL(
-            "WITH RECURSIVE " + _BATCH + ", {doomed}"
+            "WITH RECURSIVE " + _BATCH + ", {erased}"
             " DELETE FROM loom.conversation_embeddings e USING batch b"
             " WHERE " + _IN_BATCH.format(a="e") + " AND e.tombstoned_at IS NOT NULL"
-            " AND ({subj} OR EXISTS (SELECT 1 FROM doomed d WHERE NOT d.own"
+            " AND ({subj} OR EXISTS (SELECT 1 FROM erased d WHERE NOT d.own"
             "  AND d.namespace = e.namespace AND d.thread_id = e.thread_id"
             "  AND d.msg_id = e.msg_id))"
             " AND (%(expired_too)s OR EXISTS (SELECT 1 FROM loom.conversations c"
             "  WHERE c.org = e.org AND c.namespace = e.namespace AND c.thread_id = e.thread_id"
             "  AND c.msg_id = e.msg_id))"
-        ).format(doomed=_doomed(s), subj=subj_e),
+        ).format(erased=_erased_turns(s), subj=subj_e),
         params,
     )
     removed[CONVERSATIONS.name] = _run(
         conn,
         sql.SQL(
-            "WITH RECURSIVE " + _BATCH + ", {doomed}"
-            " DELETE FROM loom.conversations c USING doomed d WHERE c.org = %(org)s"
+            "WITH RECURSIVE " + _BATCH + ", {erased}"
+            " DELETE FROM loom.conversations c USING erased d WHERE c.org = %(org)s"
             " AND c.namespace = d.namespace AND c.thread_id = d.thread_id"
             " AND c.agent = d.agent AND c.msg_id = d.msg_id"
-        ).format(doomed=_doomed(s)),
+        ).format(erased=_erased_turns(s)),
         params,
     )
     removed[THREADS.name] = _run(

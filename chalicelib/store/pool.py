@@ -80,8 +80,9 @@ LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout passed: worth a retry
 
 
 @contextmanager
-def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
-    """A pooled connection for reads: autocommit, so no COMMIT round trip."""
+def autocommit_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
+    """A pooled connection in autocommit: each read is its own statement with no COMMIT round
+    trip; writes go in a `pipelined_transaction` on it."""
     with pool.connection() as conn:
         conn.autocommit = True
         try:
@@ -91,10 +92,10 @@ def read_connection(pool: ConnectionPool) -> Iterator[psycopg.Connection]:
 
 
 @contextmanager
-def sent_whole(conn: psycopg.Connection) -> Iterator[None]:
+def pipelined_transaction(conn: psycopg.Connection) -> Iterator[None]:
     """One transaction whose BEGIN, statements and COMMIT reach the server in one round trip
-    (`conn` from read_connection). Read the cursors' results after the block: a fetch inside it
-    would wait for the server there and then.
+    (`conn` from autocommit_connection). Read the cursors' results after the block: a fetch
+    inside it would wait for the server there and then.
 
     Its statements are keyed by one thread, so their plans do not depend on the tenant's size:
     the server may reuse a prepared statement's generic plan instead of planning it again."""

@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from chalicelib.search.store_upkeep import note_moving_rows, rewrite_windows_from
-from chalicelib.store.pool import read_connection, sent_whole
+from chalicelib.store.pool import autocommit_connection, pipelined_transaction
 from chalicelib.store.recorded import send_settle_saved_only
 from chalicelib.store.thread_leases import take_thread_lease
 from chalicelib.store.turn_writes import NewTurn
@@ -38,7 +38,7 @@ def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) 
     """
     first = items[0].turn
     turns = [i.turn for i in items]
-    with read_connection(pool) as conn:
+    with autocommit_connection(pool) as conn:
         params = _vector_params(model, items)
         written = vectors_under_lease(conn, first, lambda: _send_fresh(conn, params))
         others = [i for i in items if i.turn.msg_id not in written]
@@ -53,7 +53,7 @@ def write_embeddings(pool: ConnectionPool, model: str, items: list[TurnVector]) 
 def vectors_under_lease(conn: Connection, turn: NewTurn, send: Callable[[], Cursor]) -> set[str]:
     """One transaction sent whole, under the thread's lease, committed asynchronously (vectors
     are derived data): `send`'s statements; the msg_ids its cursor answers."""
-    with sent_whole(conn):
+    with pipelined_transaction(conn):
         conn.execute("SET LOCAL synchronous_commit = off")
         take_thread_lease(conn, turn.org, turn.namespace, turn.thread_id)
         cur = send()

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 
 from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.store.namespaces import conversation_logging_enabled
-from chalicelib.store.pool import sent_whole
+from chalicelib.store.pool import pipelined_transaction
 from chalicelib.store.recorded import settle_saved_only
 from chalicelib.store.thread_leases import take_thread_lease
 
@@ -110,12 +110,12 @@ def _columns(turns: list[NewTurn], *names: str) -> list[list[Any]]:
 
 def insert_turns(conn: Connection, turns: list[NewTurn]) -> dict[str, datetime] | None:
     """Insert one thread's turns in order, under its lease, if the namespace records: one
-    transaction, sent whole in one round trip (`conn` from read_connection). Copies that exist
+    transaction, sent whole in one round trip (`conn` from autocommit_connection). Copies that exist
     already are skipped. Returns each inserted turn's ts; None when the namespace does not
     record (recording fails closed: a namespace with no row does not record).
     """
     first = turns[0]
-    with sent_whole(conn):
+    with pipelined_transaction(conn):
         take_thread_lease(conn, first.org, first.namespace, first.thread_id)
         inserted = _insert_turns(conn, turns)
     rows = inserted.fetchall()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from chalicelib.deps import Deps
 from chalicelib.providers.embedder import EMBED_CHARS
-from chalicelib.sensitivity import embedded_reads_as_high, guard_fingerprint, reads_as_high
+from chalicelib.sensitivity import guard_fingerprint, is_sensitive, is_sensitive_embedded
 from chalicelib.services.turn_writer import context_text
 from chalicelib.store import guard_sweeps as store
 
@@ -45,9 +45,9 @@ def sweep_indexed_text(
         high: list[dict] = []  # withdrawn: the row's own text reads as high
         paired: list[dict] = []  # their context gives way: the pair it was read from does
         for r in rows:
-            if _indexed_reads_as_high(r):
+            if _indexed_is_sensitive(r):
                 high.append(r)
-            elif r["read_after"] is not None and reads_as_high(
+            elif r["read_after"] is not None and is_sensitive(
                 context_text(r["read_after"], r["text"])
             ):
                 paired.append(r)
@@ -64,10 +64,10 @@ def sweep_indexed_text(
     return {"checked": checked, "withdrawn": withdrawn, "contexts": contexts, "done": int(done)}
 
 
-def _indexed_reads_as_high(row: dict) -> bool:
+def _indexed_is_sensitive(row: dict) -> bool:
     """The indexed text, or the whole message it was cut from: a turn is never indexed when
     any of it reads as high (an earlier guard may have read only the cut)."""
     content = row["content"]
-    return reads_as_high(row["text"]) or (
-        content is not None and embedded_reads_as_high(content, EMBED_CHARS)
+    return is_sensitive(row["text"]) or (
+        content is not None and is_sensitive_embedded(content, EMBED_CHARS)
     )

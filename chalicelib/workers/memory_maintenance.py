@@ -19,7 +19,7 @@ from psycopg import Connection
 from chalicelib.deps import Deps
 from chalicelib.observability import logger
 from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
-from chalicelib.sensitivity import embedded_reads_as_high
+from chalicelib.sensitivity import is_sensitive_embedded
 from chalicelib.services.turn_writer import REPAIR_BATCH, REPAIR_PAGES, index_unembedded_turns
 from chalicelib.store import memories as store
 
@@ -114,7 +114,7 @@ def embed_missing(
         keyed = [(k, r) for r in fetched if (k := _refusal_key(r)) not in aside]
         plain = []
         for k, r in keyed[:BATCH]:
-            if embedded_reads_as_high(r["value"], EMBED_CHARS):
+            if is_sensitive_embedded(r["value"], EMBED_CHARS):
                 skipped.add(k)
             else:
                 plain.append((k, r))

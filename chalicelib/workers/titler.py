@@ -14,7 +14,7 @@ from chalicelib.errors import UnavailableError
 from chalicelib.observability import logger
 from chalicelib.policies import policy_block
 from chalicelib.providers.llm import LLMError
-from chalicelib.sensitivity import embedded_reads_as_high, reads_as_high
+from chalicelib.sensitivity import is_sensitive, is_sensitive_embedded
 from chalicelib.storable import unstorable
 from chalicelib.store import titles as store
 
@@ -84,7 +84,7 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]
     with deps.pool.connection() as conn:
         turns = store.first_turns(conn, *key, FIRST_TURNS)
     # A turn is sent cut to TURN_CHARS: the cut must not make a high shape either.
-    plain = [t for t in turns if not embedded_reads_as_high(t["content"], TURN_CHARS)]
+    plain = [t for t in turns if not is_sensitive_embedded(t["content"], TURN_CHARS)]
     if not plain:
         if len(turns) >= FIRST_TURNS:
             return "refused", "", [(t["agent"], t["msg_id"]) for t in turns]
@@ -100,6 +100,6 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]
     title = " ".join(answer.strip().strip("\"'").split())[:TITLE_CHARS]
     if not title or unstorable(title):  # nothing, or text the database cannot hold (a NUL)
         return "failed", "", []
-    if reads_as_high(title):
+    if is_sensitive(title):
         return "refused", "", source
     return "titled", title, source

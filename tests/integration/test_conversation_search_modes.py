@@ -19,10 +19,10 @@ from chalicelib.deps import Deps, set_deps
 from chalicelib.providers.embedder import EmbedderError, FakeEmbedder
 from chalicelib.providers.llm import ScriptedLLM
 from chalicelib.search.tuning import SearchCaches, SearchTuning
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import is_sensitive
 from chalicelib.services import turn_writer
 from chalicelib.services.turn_writer import record_turns
-from chalicelib.store.pool import read_connection
+from chalicelib.store.pool import autocommit_connection
 from chalicelib.store.turn_vectors import TurnVector, write_embeddings
 from chalicelib.store.turn_writes import NewTurn, insert_turns
 from chalicelib.workers.retention import purge_expired_conversations
@@ -131,7 +131,7 @@ def context_state(pool, org: str, thread_id: str) -> dict[str, tuple]:
 
 def inserted(pool, turn: NewTurn):
     """The turn recorded as an append's first transaction records it: its ts by msg_id."""
-    with read_connection(pool) as conn:
+    with autocommit_connection(pool) as conn:
         return insert_turns(conn, [turn])
 
 
@@ -327,7 +327,7 @@ def test_a_high_turn_is_neither_a_hit_nor_a_neighbour(t, pool, embedder):
     """
     w_high, w_before = word(), word()
     high = f"charge it to my card 4111 1111 1111 1111 for the {w_high} order"
-    assert reads_as_high(high)
+    assert is_sensitive(high)
     turns = {
         "P0": "we are ordering new office chairs",
         "P1": f"the {w_before} model looks comfortable",
@@ -359,7 +359,7 @@ def test_a_turn_an_earlier_guard_let_in_is_no_hit_in_any_mode(t, pool, org):
     t.append("th-old", f"the {w} invoice went out on Monday", msg_id="plain")
     t.append("th-old", f"the {w} invoice is paid", msg_id="old")
     secret = f"the {w} invoice is paid, password: Tr0ub4dor&3xyz"
-    assert reads_as_high(secret)
+    assert is_sensitive(secret)
     with pool.connection() as conn:
         conn.execute(
             "UPDATE loom.conversation_embeddings SET text = %s WHERE org = %s AND msg_id = 'old'",
@@ -381,7 +381,7 @@ def test_a_turn_whose_embedded_cut_reads_as_high_is_neither_embedded_nor_a_neigh
     digits = "4111 1111 1111 1111"
     pad = ("we talked about the weather and the garden. " * 47)[:2028] + " "
     long_turn = pad + digits + " 1111 and the rest of the note"
-    assert not reads_as_high(long_turn) and reads_as_high(long_turn[:2048])
+    assert not is_sensitive(long_turn) and is_sensitive(long_turn[:2048])
     t.append("th-cut", "the first plain turn", msg_id="A0")
     t.append("th-cut", long_turn, msg_id="C")
     t.append("th-cut", "the last plain turn", msg_id="A1")
@@ -402,7 +402,7 @@ def test_a_turn_before_that_reads_as_high_is_never_sent_in_a_context(t, pool, or
     t.append("th-ctx", "we set up the vpn today", msg_id="P0")
     t.append("th-ctx", "the vpn login works", msg_id="old")
     secret = "the vpn login, password: Tr0ub4dor&3xyz"
-    assert reads_as_high(secret)
+    assert is_sensitive(secret)
     with pool.connection() as conn:
         conn.execute(
             "UPDATE loom.conversation_embeddings SET text = %s WHERE org = %s AND msg_id = 'old'",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.search.store_upkeep import rewrite_thread_windows
-from chalicelib.sensitivity import guard_fingerprint, reads_as_high
+from chalicelib.sensitivity import guard_fingerprint, is_sensitive
 from chalicelib.workers import guard_sweep
 from tests.integration.test_conversation_search_modes import (
     context_state,
@@ -53,7 +53,7 @@ def test_a_row_an_earlier_guard_let_in_leaves_every_window_and_context(t, deps, 
                        ("N0", "thanks, connected fine"), ("N1", "see you tomorrow")]:  # fmt: skip
         t.append("th-s", text, msg_id=name)
     secret = f"the vpn login {w}, password: Tr0ub4dor&3xyz"
-    assert reads_as_high(secret)
+    assert is_sensitive(secret)
     _let_in(pool, org, "th-s", "old", secret)
     assert {m for _, _, m in windows_holding(pool, w, org, live_only=True)} == {
         "old", "N0", "N1"}  # fmt: skip
@@ -96,7 +96,7 @@ def test_a_context_an_earlier_guard_read_across_two_turns_gives_way(t, deps, poo
     t.append("th-p", "we set up the new debit card", msg_id="p0")
     t.append("th-p", "ok, and the card PIN is", msg_id="p1")
     t.append("th-p", "7392", msg_id="p2")
-    assert reads_as_high(turn_writer.context_text("ok, and the card PIN is", "7392"))
+    assert is_sensitive(turn_writer.context_text("ok, and the card PIN is", "7392"))
     assert context_state(pool, org, "th-p")["p2"] == ("p1", False)
 
     out = guard_sweep.sweep_indexed_text(deps)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.sensitivity import reads_as_high
+from chalicelib.sensitivity import is_sensitive
 from tests.integration.test_memory_support import (
     NS,
     NS2,
@@ -151,7 +151,7 @@ def test_a_row_whose_key_or_tag_reads_as_high_is_no_hit_in_any_mode(m, key, tags
     WHEN memory.search asks about the value's words in every mode
     THEN the row is never a hit (its key and tags are shown with a hit), while a plain row
     beside it is."""
-    assert reads_as_high(key) or any(reads_as_high(tag) for tag in tags)
+    assert is_sensitive(key) or any(is_sensitive(tag) for tag in tags)
     m.set(key, "The user takes the harbour ferry on Fridays.", tags=tags)
     m.set("user/ferry_plain", "The user takes the harbour ferry on Mondays.")
     for mode in ("hybrid", "semantic", "lexical"):

@@ -15,7 +15,7 @@ from chalicelib.cursors import decode_cursor, encode_cursor
 from chalicelib.errors import BadRequestError
 from chalicelib.ops.session import KEY, _shown, auto_key, stored_key
 from chalicelib.search.ranking import RRF_K, centred_excerpt, rrf
-from chalicelib.sensitivity import KINDS, high_shapes, reads_as_high
+from chalicelib.sensitivity import KINDS, high_shapes, is_sensitive
 
 FAST = settings(
     max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
@@ -62,7 +62,7 @@ secrets = st.one_of(cards, aws_keys)
 def test_reads_as_high_agrees_with_the_kinds_it_names(text):
     """The yes/no answer and the list of kinds never disagree, and every kind is a known one."""
     kinds = high_shapes(text)
-    assert reads_as_high(text) == bool(kinds)
+    assert is_sensitive(text) == bool(kinds)
     assert set(kinds) <= set(KINDS) and len(kinds) == len(set(kinds))
 
 
@@ -71,7 +71,7 @@ def test_reads_as_high_agrees_with_the_kinds_it_names(text):
 @given(before=prose, secret=secrets, after=prose)
 def test_a_secret_on_its_own_line_reads_as_high_whatever_surrounds_it(before, secret, after):
     """A card number or an AWS key pasted on a line of its own is caught in any message."""
-    assert reads_as_high(f"{before}\n{secret}\n{after}")
+    assert is_sensitive(f"{before}\n{secret}\n{after}")
 
 
 @seed(SEED)
@@ -79,9 +79,9 @@ def test_a_secret_on_its_own_line_reads_as_high_whatever_surrounds_it(before, se
 @given(a=prose, b=prose)
 def test_a_text_that_reads_as_high_still_does_beside_other_paragraphs(a, b):
     """Adding a paragraph before or after never hides a secret already there."""
-    if reads_as_high(a):
-        assert reads_as_high(f"{b}\n\n{a}")
-        assert reads_as_high(f"{a}\n\n{b}")
+    if is_sensitive(a):
+        assert is_sensitive(f"{b}\n\n{a}")
+        assert is_sensitive(f"{a}\n\n{b}")
 
 
 # ---- page cursors --------------------------------------------------------------------------

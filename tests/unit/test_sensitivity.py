@@ -12,10 +12,10 @@ from chalicelib import sensitivity
 from chalicelib.sensitivity import (
     KINDS,
     TOO_MANY_CANDIDATES,
-    embedded_reads_as_high,
-    excerpt_reads_as_high,
     high_shapes,
-    reads_as_high,
+    is_sensitive,
+    is_sensitive_embedded,
+    is_sensitive_excerpt,
 )
 
 # Fake credentials, assembled from obviously fake parts.
@@ -412,8 +412,8 @@ def test_corpus_has_full_recall_and_no_false_positives():
     """GIVEN the labelled corpus WHEN each text is judged THEN recall is 100% and FP rate 0%."""
     positives = [case for case in CORPUS if case[1]]
     negatives = [case for case in CORPUS if not case[1]]
-    missed = [case[0] for case in positives if not reads_as_high(case[0])]
-    false_alarms = [(case[0], high_shapes(case[0])) for case in negatives if reads_as_high(case[0])]
+    missed = [case[0] for case in positives if not is_sensitive(case[0])]
+    false_alarms = [(case[0], high_shapes(case[0])) for case in negatives if is_sensitive(case[0])]
     recall = 1 - len(missed) / len(positives)
     fp_rate = len(false_alarms) / len(negatives)
     print(
@@ -457,13 +457,13 @@ def test_a_text_of_too_many_candidates_reads_as_high_after_those_it_judged():
 
     assert high_shapes(text) == ["aws_key", TOO_MANY_CANDIDATES]
     assert high_shapes(values) == [TOO_MANY_CANDIDATES]
-    assert reads_as_high(values[:2_000]) is False
+    assert is_sensitive(values[:2_000]) is False
 
 
 def test_plain_text_has_no_shapes():
     """GIVEN prose with no secret WHEN judged THEN no kind is reported and it is not high."""
     text = "Let's meet at 10:30 on 2024-01-15; call +1 (415) 555-0132 if you're late."
-    assert high_shapes(text) == [] and reads_as_high(text) is False
+    assert high_shapes(text) == [] and is_sensitive(text) is False
 
 
 @pytest.mark.parametrize(
@@ -496,8 +496,8 @@ def test_ssn_with_area_9xx_is_still_flagged():
 
 def test_pin_needs_four_to_eight_digits():
     """GIVEN a stated PIN WHEN it has 3 or 9 digits THEN it is not a PIN; 4 and 8 digits are."""
-    assert not reads_as_high("my PIN is 492")
-    assert not reads_as_high("my PIN is 123456789")
+    assert not is_sensitive("my PIN is 492")
+    assert not is_sensitive("my PIN is 123456789")
     assert high_shapes("my PIN is 4921") == ["pin"]
     assert high_shapes("my PIN is 12345678") == ["pin"]
 
@@ -514,15 +514,15 @@ def text_with_key_at(position: int) -> str:
 def test_excerpt_flags_a_key_within_the_lookahead():
     """GIVEN a key 1,000 characters past the shown excerpt WHEN it is checked THEN high."""
     text = text_with_key_at(SHOWN + 1000)
-    assert text.index(AWS_KEY) == SHOWN + 1000 and reads_as_high(FILLER) is False
-    assert excerpt_reads_as_high(text, SHOWN) is True
+    assert text.index(AWS_KEY) == SHOWN + 1000 and is_sensitive(FILLER) is False
+    assert is_sensitive_excerpt(text, SHOWN) is True
 
 
 def test_excerpt_ignores_a_key_beyond_the_lookahead():
     """GIVEN a key 1,100 characters past the shown excerpt WHEN it is checked THEN not high."""
     text = text_with_key_at(SHOWN + 1100)
-    assert text.index(AWS_KEY) == SHOWN + 1100 and reads_as_high(text) is True
-    assert excerpt_reads_as_high(text, SHOWN) is False
+    assert text.index(AWS_KEY) == SHOWN + 1100 and is_sensitive(text) is True
+    assert is_sensitive_excerpt(text, SHOWN) is False
 
 
 def test_an_excerpt_whose_cut_makes_a_card_number_reads_as_high():
@@ -530,15 +530,15 @@ def test_an_excerpt_whose_cut_makes_a_card_number_reads_as_high():
     longer digit run (neither the whole text nor its first 1,264 characters read as high)
     WHEN its excerpt is checked THEN high: the excerpt shown is checked as cut."""
     text = "a" * 223 + " " + "4111111111111111" + "12345678" + " more words"
-    assert not reads_as_high(text) and reads_as_high(text[:SHOWN])
-    assert excerpt_reads_as_high(text, SHOWN) is True
+    assert not is_sensitive(text) and is_sensitive(text[:SHOWN])
+    assert is_sensitive_excerpt(text, SHOWN) is True
 
 
 def test_excerpt_lookahead_can_be_narrowed():
     """GIVEN a key 100 characters past the excerpt WHEN the lookahead is 50 THEN it is not seen."""
     text = text_with_key_at(SHOWN + 100)
-    assert excerpt_reads_as_high(text, SHOWN, lookahead=50) is False
-    assert excerpt_reads_as_high(text, SHOWN, lookahead=200) is True
+    assert is_sensitive_excerpt(text, SHOWN, lookahead=50) is False
+    assert is_sensitive_excerpt(text, SHOWN, lookahead=200) is True
 
 
 def test_a_cut_that_makes_a_shape_reads_as_high_where_it_is_embedded():
@@ -546,10 +546,10 @@ def test_a_cut_that_makes_a_shape_reads_as_high_where_it_is_embedded():
     WHEN the text is checked whole and as embedded from its first 40 characters
     THEN it does not read as high whole; it does as embedded, and so does a text high whole."""
     text = "the reference is now " + "4111 1111 1111 1111 1111" + " as agreed"
-    assert reads_as_high(text) is False and reads_as_high(text[:40]) is True
-    assert embedded_reads_as_high(text, 40) is True
-    assert embedded_reads_as_high(text, 2048) is False
-    assert embedded_reads_as_high("card 4111 1111 1111 1111 " + "x" * 50, 10) is True
+    assert is_sensitive(text) is False and is_sensitive(text[:40]) is True
+    assert is_sensitive_embedded(text, 40) is True
+    assert is_sensitive_embedded(text, 2048) is False
+    assert is_sensitive_embedded("card 4111 1111 1111 1111 " + "x" * 50, 10) is True
 
 
 def _ungated(text: str) -> list[str]:

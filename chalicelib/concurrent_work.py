@@ -9,17 +9,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal, TypeVar
 
 T = TypeVar("T")
-Lane = Literal["search", "model"]
+Runner = Literal["search", "model"]
 # Search legs and model calls run on runners of their own: a model call left running past its
 # timeout never holds up a search's leg.
-_WORKERS: dict[Lane, int] = {"search": 8, "model": 4}
+_THREADS: dict[Runner, int] = {"search": 8, "model": 4}
 
 
 @functools.cache
-def _runner(lane: Lane) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=_WORKERS[lane], thread_name_prefix=f"loom-{lane}")
+def _executor(runner: Runner) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=_THREADS[runner], thread_name_prefix=f"loom-{runner}")
 
 
-def beside(leg: Callable[[], T], *, lane: Lane = "search") -> Future[T]:
-    """Start a leg on its lane's runner; the caller runs another meanwhile."""
-    return _runner(lane).submit(leg)
+def run_concurrently(work: Callable[[], T], *, runner: Runner = "search") -> Future[T]:
+    """Start `work` on the runner's threads; the caller goes on with its own meanwhile."""
+    return _executor(runner).submit(work)

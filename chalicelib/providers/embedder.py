@@ -85,7 +85,7 @@ class LocalEmbedder:
     def _run(self, method: str, arg: Any) -> Any:
         """A model call, on this instance's own long-lived thread: the engine's OpenMP team is
         made once per calling thread, and a server that answers each request on a new thread
-        would pay for a new team (about 10 ms) on every call (decision 0005)."""
+        would pay for a new team on every call (measured in decision 0005)."""
         with self._lock:
             if self._model is None:
                 from concurrent.futures import ThreadPoolExecutor

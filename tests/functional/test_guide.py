@@ -16,6 +16,7 @@ the session's embedded PostgreSQL, as a fresh `make run` would.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -23,8 +24,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,12 @@ SHOWN = {"text", "json"}  # answers and layouts: nothing to run
 NO_RUN = {"README.md": 2}
 DEFAULT_URL = re.compile(r"(?:localhost|127\.0\.0\.1):7777")
 EXPECT = re.compile(r"#\s*expect:\s?(.*?)\s*$")
+
+
+def runnable(page: Path) -> list[Block]:
+    return [b for b in blocks_of(page) if b.lang in RUN and not b.flags]
+
+
 DIRECTIVE = re.compile(r"<!--\s*guide-server:(.*?)-->", re.S)
 BLOCK_TIMEOUT = 150  # seconds; a block may wait for a worker's pass
 
@@ -94,6 +101,9 @@ def server_env(page: Path) -> dict[str, str]:
     return dict(item.split("=", 1) for item in m[1].split())
 
 
+RUN_PAGES = [p for p in PAGES if runnable(p)]
+
+
 # ---- the page's static checks --------------------------------------------------------------
 
 
@@ -106,7 +116,9 @@ def test_every_block_is_known_checked_and_counted() -> None:
         left_out = 0
         for b in blocks_of(page):
             if b.lang not in RUN | SHOWN:
-                problems.append(f"{b.where}: fence {b.lang or '(none)'!r} is not one the test knows")
+                problems.append(
+                    f"{b.where}: fence {b.lang or '(none)'!r} is not one the test knows"
+                )
             elif b.lang in SHOWN:
                 continue
             elif b.flags == ["no-run"]:
@@ -135,11 +147,56 @@ def test_every_block_is_known_checked_and_counted() -> None:
 def test_guide_index_lists_every_page() -> None:
     index = (ROOT / "docs" / "guide" / "index.md").read_text()
     missing = [
-        p.name for p in PAGES if p.parent.name == "guide" and p.name != "index.md"
-        and f"({p.name})" not in index
+        p.name
+        for p in PAGES
+        if p.parent.name == "guide" and p.name != "index.md" and f"({p.name})" not in index
     ]
     assert not missing, f"docs/guide/index.md does not link {missing}"
     assert "docs/guide/" in (ROOT / "README.md").read_text()
+
+
+def test_settings_page_lists_every_setting() -> None:
+    """GIVEN the settings page WHEN its two tables are read THEN the live one names every live
+    setting and the start-only one every other, as chalicelib/config.py has them."""
+    from chalicelib.config import BOOT_ONLY, Settings
+
+    text = (ROOT / "docs" / "guide" / "09-settings.md").read_text()
+    live_part = text.split("## Live settings", 1)[1].split("\n## ", 1)[0]
+    boot_part = text.split("## Settings read at start", 1)[1].split("\n## ", 1)[0]
+
+    def named(part: str) -> set[str]:
+        rows = "\n".join(line for line in part.splitlines() if line.startswith("|"))
+        return set(re.findall(r"`LOOM_([A-Z0-9_]+)`", rows))
+
+    live = {n.upper() for n in Settings.model_fields if n not in BOOT_ONLY}
+    boot = {n.upper() for n in BOOT_ONLY} - {"LAMBDA_FUNCTION_NAME"}  # AWS sets that one
+    assert named(live_part) == live, named(live_part) ^ live
+    assert named(boot_part) == boot, named(boot_part) ^ boot
+
+
+def test_cli_page_names_every_command_and_flag() -> None:
+    """GIVEN the CLI page WHEN `loom`'s parser is walked THEN every command and every flag is
+    named on the page."""
+    from chalicelib.cli import build_parser
+
+    text = (ROOT / "docs" / "guide" / "10-cli.md").read_text()
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            if f"`{path}`" not in text:
+                missing.append(path)
+            for action in parser._actions:
+                for flag in action.option_strings:
+                    if flag.startswith("--") and flag != "--help" and f"`{flag}`" not in text:
+                        missing.append(f"{path} {flag}")
+        for sub in subs:
+            for name, child in sub.choices.items():
+                walk(child, f"{path} {name}")
+
+    walk(build_parser(), "loom")
+    assert not missing, f"docs/guide/10-cli.md does not name {missing}"
 
 
 # ---- the model behind {stub} ---------------------------------------------------------------
@@ -201,43 +258,70 @@ def scripted_model(request: dict[str, Any]) -> str:
 # ---- running the pages ---------------------------------------------------------------------
 
 
-@dataclass
-class Servers:
-    """One live server per distinct page setting, each on a database of its own."""
+def server_settings(page: Path, stub: OpenAIStub) -> dict[str, str]:
+    """As `make run`: the local embedder and every worker on (each server has a database of
+    its own), then what the page asks for."""
+    return {
+        "LOOM_EMBEDDER": "local",
+        "LOOM_EXTRACTION_QUEUE_ENABLED": "true",
+        "LOOM_ENTITY_EXTRACTOR_ENABLED": "true",
+        "LOOM_EMBEDDING_WORKER_ENABLED": "true",
+        "LOOM_CONVERSATION_TITLER_ENABLED": "true",
+        **{k: v.replace("{stub}", stub.base_url) for k, v in server_env(page).items()},
+    }
 
-    admin_url: str
-    stub: OpenAIStub
-    stack: ExitStack
-    running: dict[tuple[tuple[str, str], ...], tuple[str, str]] = field(default_factory=dict)
 
-    def for_page(self, page: Path) -> tuple[str, str]:
-        env = {k: v.replace("{stub}", self.stub.base_url) for k, v in server_env(page).items()}
-        key = tuple(sorted(env.items()))
-        if key not in self.running:
-            name = f"guide_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(self.admin_url, autocommit=True) as conn:
-                conn.execute(f"CREATE DATABASE {name}")  # a name of our own making
-            url = make_conninfo(self.admin_url, dbname=name)
-            # As `make run`: the local embedder and every worker on (the database is this
-            # server's alone).
-            settings = {
-                "LOOM_EMBEDDER": "local",
-                "LOOM_EXTRACTION_QUEUE_ENABLED": "true",
-                "LOOM_ENTITY_EXTRACTOR_ENABLED": "true",
-                "LOOM_EMBEDDING_WORKER_ENABLED": "true",
-                "LOOM_CONVERSATION_TITLER_ENABLED": "true",
-                **env,
-            }
-            base = self.stack.enter_context(live_server(url, **settings))
-            self.running[key] = (base, url)
-        return self.running[key]
+def run_group(
+    admin_url: str, settings: dict[str, str], pages: list[Path], work: Path
+) -> dict[Path, str | None]:
+    """Serve one setting on a fresh database and run its pages in order: why each failed, or
+    None."""
+    name = f"guide_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # a name of our own making
+    url = make_conninfo(admin_url, dbname=name)
+    with live_server(url, **settings) as base:
+        return {page: run_page(page, base, url, work / page.stem) for page in pages}
 
 
 @pytest.fixture(scope="module")
-def servers(database_url: str) -> Iterator[Servers]:
-    with ExitStack() as stack:
-        stub = stack.enter_context(OpenAIStub(dim=8, chat_reply=scripted_model))
-        yield Servers(database_url, stub, stack)
+def page_runs(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[Path, Future[dict[Path, str | None]]]]:
+    """Every page's run, started at once: the pages of one server setting in order, the
+    settings side by side (a page that waits on a worker's pass then holds up no other)."""
+    work = tmp_path_factory.mktemp("guide")
+    with OpenAIStub(dim=8, chat_reply=scripted_model) as stub:
+        groups: dict[tuple[tuple[str, str], ...], list[Path]] = {}
+        for page in RUN_PAGES:
+            groups.setdefault(tuple(sorted(server_settings(page, stub).items())), []).append(page)
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            runs: dict[Path, Future[dict[Path, str | None]]] = {}
+            for key, pages in groups.items():
+                done = pool.submit(run_group, database_url, dict(key), pages, work)
+                runs.update(dict.fromkeys(pages, done))
+            yield runs
+
+
+def run_page(page: Path, base: str, database_url: str, work: Path) -> str | None:
+    """Run a page's blocks in order; why the first wrong one is wrong, or None."""
+    work.mkdir(parents=True)
+    home = work / "home"
+    home.mkdir()
+    env = block_env(base, database_url, home)
+    # The blocks run in a checkout of their own (links to this one's files), so what they
+    # write (a transcript file, say) lands beside them and not in the repository.
+    checkout = work / "checkout"
+    checkout.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git", ".loom"):
+            (checkout / entry.name).symlink_to(entry)
+    for block in runnable(page):
+        code, output = run_block(block, base, env, work, checkout)
+        wrong = check_answer(block, code, output)
+        if wrong is not None:
+            return f"{block.where}: {wrong}\n--- block ---\n{block.text}--- output ---\n{output}"
+    return None
 
 
 def block_env(base: str, database_url: str, home: Path) -> dict[str, str]:
@@ -319,26 +403,11 @@ def check_answer(block: Block, code: int, output: str) -> str | None:
     return None
 
 
-def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks_of(page) if b.lang in RUN and not b.flags]
-
-
-@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=lambda p: p.name)
-def test_page_runs_as_written(page: Path, servers: Servers, tmp_path: Path) -> None:
+@pytest.mark.parametrize("page", RUN_PAGES, ids=lambda p: p.name)
+def test_page_runs_as_written(
+    page: Path, page_runs: dict[Path, Future[dict[Path, str | None]]]
+) -> None:
     """GIVEN a server as the page says to start it WHEN each block of the page runs in order
     THEN each exits 0 and prints what its expectations say."""
-    base, url = servers.for_page(page)
-    home = tmp_path / "home"
-    home.mkdir()
-    env = block_env(base, url, home)
-    # The blocks run in a checkout of their own (links to this one's files), so what they
-    # write (a transcript file, say) lands beside them and not in the repository.
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    for entry in ROOT.iterdir():
-        if entry.name not in (".git", ".loom"):
-            (checkout / entry.name).symlink_to(entry)
-    for block in runnable(page):
-        code, output = run_block(block, base, env, tmp_path, checkout)
-        wrong = check_answer(block, code, output)
-        assert wrong is None, f"{block.where}: {wrong}\n--- block ---\n{block.text}--- output ---\n{output}"
+    wrong = page_runs[page].result(timeout=600)[page]
+    assert wrong is None, wrong

@@ -47,10 +47,6 @@ DEFAULT_URL = re.compile(r"(?:localhost|127\.0\.0\.1):7777")
 EXPECT = re.compile(r"#\s*expect:\s?(.*?)\s*$")
 
 
-def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks_of(page) if b.lang in RUN and not b.flags]
-
-
 DIRECTIVE = re.compile(r"<!--\s*guide-server:(.*?)-->", re.S)
 BLOCK_TIMEOUT = 150  # seconds; a block may wait for a worker's pass
 
@@ -92,6 +88,10 @@ def blocks_of(page: Path) -> list[Block]:
         found.append(Block(page, i + 1, lang, info[1:], "\n".join(body) + "\n"))
         i = j + 1
     return found
+
+
+def runnable(page: Path) -> list[Block]:
+    return [b for b in blocks_of(page) if b.lang in RUN and not b.flags]
 
 
 def server_env(page: Path) -> dict[str, str]:

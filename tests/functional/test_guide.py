@@ -127,6 +127,8 @@ def test_every_block_is_known_checked_and_counted() -> None:
                 problems.append(f"{b.where}: unknown fence flags {b.flags}")
             elif not b.expects:
                 problems.append(f"{b.where}: no '# expect:' line says what the block prints")
+            elif "7777" in DEFAULT_URL.sub("", b.text):
+                problems.append(f"{b.where}: names port 7777 in a form the test cannot move")
             else:
                 ran += 1
         skipped += left_out
@@ -362,7 +364,6 @@ def run_block(
     block: Block, base: str, env: dict[str, str], work: Path, checkout: Path
 ) -> tuple[int, str]:
     text = DEFAULT_URL.sub(base.removeprefix("http://"), block.text)
-    assert "7777" not in text, f"{block.where}: names port 7777 in a form the test cannot move"
     if block.lang == "python":
         script = work / f"block_{block.line}.py"
         script.write_text(text)

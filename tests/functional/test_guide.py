@@ -1,11 +1,12 @@
 """Every command in README.md and docs/guide/*.md runs, in order, against a live server.
 
-A page's ```sh, ```bash and ```python blocks run one after another (shell variables set by one
-block reach the next), with `localhost:7777` / `127.0.0.1:7777` pointed at a server of the
-test's own. Each block must exit 0 and print what its `# expect: TEXT` comments say, in that
-order; an answer holding `"error":` fails unless an expectation names `"error"`. ```text and
-```json blocks are shown, not run; a block marked `no-run` is counted, and any other fence
-fails the test, so no command can slip out of it.
+A page's ```sh, ```bash and ```python blocks run one after another from a checkout's root
+(shell blocks under `bash` with `set -e`; shell variables set by one block reach the next),
+with `localhost:7777` / `127.0.0.1:7777` pointed at a server of the test's own. Each block
+must exit 0 and print what its `# expect: TEXT` comments say, in that order; an answer
+holding `"error":` fails unless an expectation names `"error"`. ```text and ```json blocks are
+shown, not run; a block marked `no-run` is counted, and any other fence fails the test, so no
+command can slip out of it.
 
 A page runs against the server `make run` gives, unless it opens with
 `<!-- guide-server: NAME=VALUE ... -->`: the settings its server runs with, which the page's
@@ -346,7 +347,7 @@ def block_env(base: str, database_url: str, home: Path) -> dict[str, str]:
 
 SH_PROLOGUE = """\
 __guide_before=" $(compgen -v | tr '\\n' ' ') "
-set -eo pipefail
+set -e
 [ -f "$GUIDE_STATE" ] && source "$GUIDE_STATE"
 cd "$GUIDE_ROOT"
 """
@@ -385,7 +386,8 @@ def run_block(
             timeout=BLOCK_TIMEOUT,
         )
     except subprocess.TimeoutExpired as exc:
-        return -1, f"timed out after {BLOCK_TIMEOUT} s\n{exc.output or ''}"
+        said = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
+        return -1, f"timed out after {BLOCK_TIMEOUT} s\n{said or ''}"
     return done.returncode, done.stdout
 
 

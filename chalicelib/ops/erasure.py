@@ -33,7 +33,10 @@ NOT_EXPORTED = {
         "embedding rows are not exported; each keeps up to 2,048 characters of its turn, so the"
         " excerpt of a turn the retention TTL expired is erased with the subject but is not"
         " in this export"
-    )
+    ),
+    "loom.knowledge_chunks": (
+        "a document's chunks are its text again, cut for search: the document is exported whole"
+    ),
 }
 EXPORTED = tuple(t for t in store.ERASED if t.exported)
 

@@ -47,9 +47,11 @@ def advance(
             job["step"], job["thread_cursor"] = 1, None
     else:
         table = store.GENERIC[job["step"] - 1]
-        action, n = store.erase_table(conn, table, s, purge=purge, now=now, limit=row_batch)
-        _add(job[action], {table.name: n})
-        if row_batch is None or n < row_batch:
+        done = store.erase_table(conn, table, s, purge=purge, now=now, limit=row_batch)
+        for action, n in done.items():
+            _add(job[action], {table.name: n})
+        # A batch that filled any of its statements may have left rows of that kind.
+        if row_batch is None or max(done.values()) < row_batch:
             job["step"] += 1
     return bool(job["step"] > len(store.GENERIC))
 

@@ -32,6 +32,9 @@ class ErasedTable:
     key: tuple[str, ...]  # the primary key: export pages by it
     by_brief_key: bool = False  # a brief bounded to a user is keyed ~<user>~[<session>~]<key>
     exported: bool = True
+    # Columns naming a user who does not own the row (a document's author): a user erasure
+    # blanks them and keeps the row, and the export lists the row.
+    names_user: tuple[str, ...] = ()
 
     @property
     def ident(self) -> sql.Composable:
@@ -88,6 +91,11 @@ GENERIC = (
     ErasedTable(
         "loom.memory_evidence_requests", ("user_id",), None, ("namespace", "user_id", "request_id")
     ),
+    # Knowledge is the namespace's, not a user's: a namespace's erasure (or a user's personal
+    # collection's) removes it, and a user's erasure blanks the author naming them. The chunks
+    # hold the document's text again: removed before it, not exported twice.
+    ErasedTable("loom.knowledge_chunks", (), None, ("namespace", "uri", "ordinal"), exported=False),
+    ErasedTable("loom.knowledge_documents", (), None, ("namespace", "uri"), names_user=("author",)),
 )
 ERASED = (CONVERSATIONS, EMBEDDINGS, THREADS, *GENERIC)
 
@@ -121,8 +129,11 @@ class Subject:
         }
 
 
-def subject_match(table: ErasedTable, s: Subject, alias: str) -> sql.Composable:
-    """The WHERE clause selecting the subject's rows of `table` (any state)."""
+def subject_match(
+    table: ErasedTable, s: Subject, alias: str, *, named: bool = False
+) -> sql.Composable:
+    """The WHERE clause selecting the subject's rows of `table` (any state); with `named`, the
+    rows that only name the user (in `names_user`) too."""
     a = sql.Identifier(alias)
     parts: list[sql.Composable] = [sql.SQL("{}.org = %(org)s").format(a)]
     if s.namespaces is not None:
@@ -139,8 +150,18 @@ def subject_match(table: ErasedTable, s: Subject, alias: str) -> sql.Composable:
                 ).format(a=a)
             )
         owner.append(sql.SQL("{}.namespace = %(personal)s").format(a))
+        if named:
+            owner.extend(names_user(a, col) for col in table.names_user)
         parts.append(sql.SQL("({})").format(sql.SQL(" OR ").join(owner)))
     return sql.SQL(" AND ").join(parts)
+
+
+def names_user(a: sql.Identifier, column: str) -> sql.Composable:
+    """A column naming the user: the user id itself, or a principal of theirs (kind:<user>)."""
+    return sql.SQL(
+        "({a}.{c} = %(user)s OR (strpos({a}.{c}, ':') > 0"
+        " AND substr({a}.{c}, strpos({a}.{c}, ':') + 1) = %(user)s))"
+    ).format(a=a, c=sql.Identifier(column))
 
 
 Counts = dict[str, int]
@@ -362,23 +383,49 @@ def erase_table(
     purge: bool,
     now: datetime,
     limit: int | None,
-) -> tuple[Literal["tombstoned", "removed"], int]:
+) -> dict[Literal["tombstoned", "removed"], int]:
     """Tombstone up to `limit` of the subject's live rows (a table with a tombstone column,
-    without `purge`), else remove up to `limit` of its rows; returns what was done and how many."""
+    without `purge`), else remove up to `limit` of its rows; returns how many of each. A user's
+    name in a row that is not theirs (`names_user`) is blanked, counted as tombstoned: the
+    row stays, the name it held is gone."""
     params = s.params() | {"now": now, "limit": limit}
     subj = subject_match(table, s, "x")
+    done: dict[Literal["tombstoned", "removed"], int] = {}
+    if table.names_user and s.kind == "user":
+        done["tombstoned"] = _blank_names(conn, table, s, params)
     if table.tombstone is not None and not purge:
         col = sql.Identifier(table.tombstone)
         query = sql.SQL(
             "UPDATE {t} SET {col} = %(now)s WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM {t} x"
             " WHERE {subj} AND x.{col} IS NULL LIMIT %(limit)s))"
         ).format(t=table.ident, col=col, subj=subj)
-        return "tombstoned", _run(conn, query, params)
+        done["tombstoned"] = done.get("tombstoned", 0) + _run(conn, query, params)
+        return done
     query = sql.SQL(
         "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM {t} x WHERE {subj}"
         " LIMIT %(limit)s))"
     ).format(t=table.ident, subj=subj)
-    return "removed", _run(conn, query, params)
+    done["removed"] = _run(conn, query, params)
+    return done
+
+
+def _blank_names(conn: Connection, table: ErasedTable, s: Subject, params: dict[str, Any]) -> int:
+    """Blank up to `limit` of the columns naming the user in rows the user does not own."""
+    a = sql.Identifier("x")
+    total = 0
+    for col in table.names_user:
+        query = sql.SQL(
+            "UPDATE {t} SET {c} = '' WHERE ctid = ANY(ARRAY(SELECT x.ctid FROM {t} x"
+            " WHERE x.org = %(org)s AND {ns} AND {named} AND NOT ({subj}) LIMIT %(limit)s))"
+        ).format(
+            t=table.ident,
+            c=sql.Identifier(col),
+            ns=sql.SQL("x.namespace = ANY(%(namespaces)s)" if s.namespaces is not None else "true"),
+            named=names_user(a, col),
+            subj=subject_match(table, s, "x"),
+        )
+        total += _run(conn, query, params)
+    return total
 
 
 def count_rows(conn: Connection, s: Subject, cap: int) -> int:

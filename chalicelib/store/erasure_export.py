@@ -68,7 +68,7 @@ def export_page(
 ) -> list[dict[str, Any]]:
     """Up to `limit` of the subject's rows of `table`, by primary key after `after`."""
     cols = exported_columns(conn, table)
-    conds = [subject_match(table, s, "x")]
+    conds = [subject_match(table, s, "x", named=True)]
     if table.tombstone is not None and not include_tombstoned:
         conds.append(sql.SQL("x.{} IS NULL").format(sql.Identifier(table.tombstone)))
     key = sql.SQL(", ").join(sql.SQL("x.{}").format(sql.Identifier(k)) for k in table.key)

@@ -170,6 +170,26 @@ class ConversationUpdateResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class DocumentOut(TypedDict, total=False):
+    uri: str
+    title: str
+    text: str
+    tags: list[str]
+    author: str
+    version: int
+    created_at: str
+    updated_at: str
+
+
+class DocumentRow(TypedDict, total=False):
+    uri: str
+    title: str
+    tags: list[str]
+    version: int
+    updated_at: str
+    chars: int
+
+
 class ErasureExportResult(TypedDict, total=False):
     subject: dict[str, Any]
     tables: dict[str, list[dict[str, Any]]]
@@ -247,6 +267,49 @@ class JobOut(TypedDict, total=False):
     last_error: str
     created_at: str
     finished_at: str | None
+
+
+class KnowledgeDeleteResult(TypedDict, total=False):
+    uri: str
+    found: bool
+    ignored_args: list[str]
+
+
+class KnowledgeGetResult(TypedDict, total=False):
+    found: bool
+    document: DocumentOut | None
+    ignored_args: list[str]
+
+
+class KnowledgeHit(TypedDict, total=False):
+    namespace: str
+    uri: str
+    title: str
+    chunk: int
+    excerpt: str
+    score: float
+    tags: list[str]
+
+
+class KnowledgeListResult(TypedDict, total=False):
+    documents: list[DocumentRow]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class KnowledgePublishResult(TypedDict, total=False):
+    uri: str
+    version: int
+    changed: bool
+    chunks: int
+    chunks_withheld: int
+    ignored_args: list[str]
+
+
+class KnowledgeSearchResult(TypedDict, total=False):
+    hits: list[KnowledgeHit]
+    namespaces_skipped: list[str]
+    ignored_args: list[str]
 
 
 class MemoryBlacklistResult(TypedDict, total=False):
@@ -520,6 +583,11 @@ OPS: dict[str, tuple[str, Any]] = {
     "extraction_policy.clear": ("idempotent", ExtractionPolicyClearResult),
     "extraction_policy.get": ("read", ExtractionPolicyGetResult),
     "extraction_policy.set": ("idempotent", ExtractionPolicySetResult),
+    "knowledge.delete": ("idempotent", KnowledgeDeleteResult),
+    "knowledge.get": ("read", KnowledgeGetResult),
+    "knowledge.list": ("read", KnowledgeListResult),
+    "knowledge.publish": ("idempotent", KnowledgePublishResult),
+    "knowledge.search": ("read", KnowledgeSearchResult),
     "memory.blacklist": ("idempotent", MemoryBlacklistResult),
     "memory.bulk_set": ("idempotent", MemoryBulkSetResult),
     "memory.delete": ("idempotent", MemoryDeleteResult),
@@ -566,6 +634,11 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "extraction_policy.clear": ("org", "namespace"),
     "extraction_policy.get": ("org", "namespace"),
     "extraction_policy.set": ("org", "namespace"),
+    "knowledge.delete": ("org", "namespace"),
+    "knowledge.get": ("org", "namespace"),
+    "knowledge.list": ("org", "namespace"),
+    "knowledge.publish": ("org", "namespace"),
+    "knowledge.search": ("org", "namespace"),
     "memory.blacklist": ("org", "namespace"),
     "memory.bulk_set": ("org", "namespace", "agent"),
     "memory.delete": ("org", "namespace", "agent"),

@@ -116,6 +116,20 @@ PROBES: dict[str, Callable[[World, str], Any]] = {
     "memory.extraction_status": _viewer("memory.extraction_status", agent="a1"),
     "memory.extraction_status_mine": _mine,
     "erasure.export include_tombstoned=false": _export,
+    # The user's personal collection holds a document of theirs.
+    "knowledge.get": _viewer(
+        "knowledge.get", namespace=lambda u: f"@me:{u}", uri=lambda u: f"doc://{u}/notes"
+    ),
+    "knowledge.list": _viewer("knowledge.list", namespace=lambda u: f"@me:{u}"),
+    **{
+        f"knowledge.search mode={m}": _viewer(
+            "knowledge.search",
+            namespace=lambda u: f"@me:{u}",
+            query=lambda u: MARK[u],
+            search_mode=m,
+        )
+        for m in ("hybrid", "semantic", "lexical")
+    },  # fmt: skip
 }
 
 

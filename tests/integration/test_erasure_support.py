@@ -74,7 +74,8 @@ def _extraction_reply(user: str) -> str:
 def seed_user(world: World, user: str) -> None:
     """Rows of `user` in every plane: turns (a shared thread, an own thread, a thread row, in
     two namespaces), a saved message, memories, evidence, chunks, a digest, drops, a queued
-    extraction, an observation, and a brief with two revisions."""
+    extraction, an observation, a brief with two revisions, and a document in their personal
+    collection."""
     t, w = world.t, MARK[user]
     t.append("th-shared", f"{w} asks where the harbour lighthouse key is", user_id=user)
     t.append("th-shared", f"the key for {w} is in the blue tin", role="assistant", user_id=user)
@@ -119,6 +120,9 @@ def seed_user(world: World, user: str) -> None:
     world.queue_ids[user] = queued["queue_id"]
     t.ok("observe.record", agent="a1", user_id=user, session_id=f"s-{user}", tool="bash",
          action=f"{w} ran the test suite", as_="writer")  # fmt: skip
+    # A document in the user's personal collection: theirs, as the collection is.
+    t.ok("knowledge.publish", namespace=f"@me:{user}", uri=f"doc://{user}/notes",
+         text=f"{w} keeps notes on the harbour", as_="writer")  # fmt: skip
     token = t.token("writer", read_scope="own_user", read_user_id=user)
     world.brief_tokens[user] = token
     for goal in (f"{w} migrates the ledger", f"{w} migrates the ledger and the exports"):

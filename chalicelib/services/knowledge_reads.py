@@ -1,0 +1,93 @@
+"""Knowledge search over chunks, shared by knowledge.search and the reads that serve an agent
+its knowledge (the agent-tag rule: docs/decisions/0023-knowledge.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from chalicelib.auth import Caller
+from chalicelib.deps import Deps
+from chalicelib.providers.embedder import EmbedderError
+from chalicelib.search.ranking import centred_excerpt, rrf
+from chalicelib.sensitivity import is_sensitive
+from chalicelib.store import knowledge as store
+from chalicelib.store.pool import autocommit_connection
+
+SearchMode = Literal["hybrid", "semantic", "lexical"]
+LEG_DEPTH = 100
+EXCERPT_CHARS = 400
+_TERM = re.compile(r"\w{3,}")
+
+
+def search_chunks(
+    deps: Deps, f: store.DocFilter, query: str, top_k: int, mode: SearchMode = "hybrid"
+) -> list[dict[str, Any]]:
+    """The top_k chunks for `query`: vector and BM25 legs fused by reciprocal rank (hybrid), or
+    one leg alone. A hit: namespace, uri, title, chunk, excerpt, score, tags. Never a chunk,
+    title or tag that reads as high."""
+    query_vec = None
+    if mode != "lexical":
+        try:
+            query_vec = deps.embedder.embed_query(query)
+        except EmbedderError:
+            query_vec = None  # the words still find chunks in hybrid mode
+    vec_rows: list[dict[str, Any]] = []
+    lex_rows: list[dict[str, Any]] = []
+    with autocommit_connection(deps.pool) as conn:
+        if query_vec is not None:
+            vec_rows = store.vector_leg(
+                conn, f, model=deps.embedder.name, query_vec=query_vec, depth=LEG_DEPTH
+            )
+        if mode != "semantic":
+            lex_rows = store.lexical_leg(conn, f, query=query, depth=LEG_DEPTH)
+    # Checked again with today's guard: a chunk an earlier build indexed is no hit if it now
+    # reads as high, nor one whose title or tags (shown with it) do.
+    vec_rows = [r for r in vec_rows if not _shows_high(r)]
+    lex_rows = [r for r in lex_rows if not _shows_high(r)]
+    ranked: list[tuple[Any, float]]
+    if mode == "semantic":
+        # No floor: a chunk of 3,200 characters scores lower against a short query than the
+        # turns the embedder's floor was set on.
+        ranked = [(_ident(r), r["score"]) for r in vec_rows]
+    elif mode == "lexical":
+        ranked = [(_ident(r), r["score"]) for r in lex_rows]
+    else:
+        ranked = rrf([([_ident(r) for r in vec_rows], 1.0), ([_ident(r) for r in lex_rows], 1.0)])
+    rows: dict[Any, dict[str, Any]] = {_ident(r): r for r in lex_rows + vec_rows}
+    terms = _TERM.findall(query)
+    return [_hit(rows[ident], score, terms) for ident, score in ranked[:top_k]]
+
+
+def _ident(row: dict[str, Any]) -> tuple[str, str, int]:
+    return (row["namespace"], row["uri"], row["ordinal"])
+
+
+def _shows_high(row: dict[str, Any]) -> bool:
+    return any(is_sensitive(t) for t in (row["text"], row["title"], row["uri"], *row["tags"]))
+
+
+def _hit(row: dict[str, Any], score: float, terms: list[str]) -> dict[str, Any]:
+    return {
+        "namespace": row["namespace"],
+        "uri": row["uri"],
+        "title": row["title"],
+        "chunk": row["ordinal"],
+        "excerpt": centred_excerpt(row["text"], terms, EXCERPT_CHARS, stems=True),
+        "score": float(score),
+        "tags": row["tags"],
+    }
+
+
+def served_chunks(
+    deps: Deps, caller: Caller, org: str, namespace: str, agent: str, query: str, top_k: int
+) -> list[dict[str, Any]]:
+    """The knowledge an agent's read is served for `query`: a document tagged agent:<a> goes to
+    agent <a> only, a read under '*' is served every bot's documents, one under '-' none tagged
+    for a named bot, and a document with no agent: tag goes to every read."""
+    if caller.org != org and not caller.any_org:
+        return []
+    if caller.namespace is not None and caller.namespace != namespace:
+        return []
+    f = store.DocFilter(org=org, namespaces=(namespace,), agent=agent)
+    return search_chunks(deps, f, query, top_k)

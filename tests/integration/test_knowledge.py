@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from chalicelib.deps import Deps
 from chalicelib.services.chunking import chunk_text
 from tests.conftest import live_setting
 from tests.integration.test_knowledge_support import (
@@ -408,10 +407,56 @@ def test_all_mine_fans_out_over_the_orgs_namespaces_up_to_the_cap(kb, pool):
     assert len(capped["hits"]) == 2 and len(capped["namespaces_skipped"]) == 1
 
 
-def test_a_deps_fake_embedder_is_the_one_publish_calls(pool):
-    """GIVEN a Deps carrying its own fake embedder (the seam the publish tests count through)
-    THEN it is that embedder the deps serve."""
-    from chalicelib.providers.embedder import FakeEmbedder
+def test_two_publishes_with_one_if_version_at_once_write_one_version(kb):
+    """GIVEN a document at version 1
+    WHEN four publishes of different texts, each with if_version 1, run at once
+    THEN exactly one writes version 2 and the others answer 409; the stored text is the
+    winner's.
+    """
+    kb.publish("doc://cas-race", "Start.")
+    answers: list[tuple[int, dict]] = []
 
-    fake = FakeEmbedder()
-    assert Deps(pool=pool, embedder=fake).embedder is fake
+    def publish(i: int) -> None:
+        answers.append(
+            kb.post("knowledge.publish", uri="doc://cas-race", text=f"Text {i}.", if_version=1)
+        )
+
+    threads = [threading.Thread(target=publish, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    won = [data for status, data in answers if status == 200]
+    assert len(won) == 1 and won[0]["version"] == 2
+    assert sorted(status for status, _ in answers) == [200, 409, 409, 409]
+    stored = kb.ok("knowledge.get", uri="doc://cas-race")["document"]
+    assert stored["version"] == 2 and stored["text"] != "Start."
+
+
+def test_a_token_bounded_to_one_user_reads_but_does_not_publish(kb, pool):
+    """GIVEN a document, and a writer token bounded to one user (own_user, pinned)
+    WHEN it searches, gets and lists, then publishes and deletes
+    THEN the reads answer 200 with the document (knowledge is the namespace's, served to every
+    user), and the writes are refused (403) with nothing changed.
+    """
+    kb.publish("doc://faq", "Opening hours are nine to five.")
+    before = document_rows(pool, kb.org)
+    pinned = kb.token("writer", read_scope="own_user", read_user_id="u1")
+
+    assert kb.search("opening hours", token=pinned)[0]["uri"] == "doc://faq"
+    assert kb.ok("knowledge.get", uri="doc://faq", token=pinned)["found"] is True
+    assert len(kb.ok("knowledge.list", token=pinned)["documents"]) == 1
+    assert kb.post("knowledge.publish", token=pinned, uri="doc://faq", text="x")[0] == 403
+    assert kb.post("knowledge.delete", token=pinned, uri="doc://faq")[0] == 403
+    assert document_rows(pool, kb.org) == before
+
+
+def test_all_mine_under_a_namespace_bound_token_is_refused(kb):
+    """GIVEN a token bound to NS
+    WHEN it searches namespace all_mine
+    THEN it is refused (403): its token reads NS alone, which it names by NS."""
+    bound = kb.token("viewer", namespace=NS)
+    kb.publish("doc://x", "Bound tokens read one namespace.")
+    assert kb.post("knowledge.search", token=bound, namespace="all_mine", query="bound")[0] == 403
+    assert kb.search("bound tokens", token=bound)[0]["uri"] == "doc://x"

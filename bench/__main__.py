@@ -14,6 +14,7 @@ from bench import (
     deferred,
     guard,
     http_appends,
+    knowledge,
     locomo_recall,
     read_path,
     saved_search,
@@ -35,6 +36,7 @@ SUITES = {
     "cold_start": cold_start.run,
     "guard": guard.run,
     "locomo": locomo_recall.run,
+    "knowledge": knowledge.run,
 }
 
 
@@ -64,7 +66,10 @@ def _sizes(quick: bool) -> str:
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
         f" the guard on {guard.TEXTS:,} adversarial texts;"
-        f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
+        f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA};"
+        f" knowledge.publish of {knowledge.DOC_CHARS:,} characters"
+        f" ({knowledge.ROUNDS['quick' if quick else 'full']} rounds), recall@{knowledge.TOP_K}"
+        " over Python's language reference topics"
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from bench import (
     cold_start,
     deferred,
+    fact_quality,
     guard,
     http_appends,
     locomo_recall,
@@ -34,6 +35,7 @@ SUITES = {
     "deferred": deferred.run,
     "cold_start": cold_start.run,
     "guard": guard.run,
+    "fact_quality": fact_quality.run,
     "locomo": locomo_recall.run,
 }
 
@@ -64,6 +66,7 @@ def _sizes(quick: bool) -> str:
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
         f" the guard on {guard.TEXTS:,} adversarial texts;"
+        f" fact quality on {len(fact_quality.load())} labelled memory texts;"
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA}"
     )
 

@@ -13,6 +13,7 @@ from chalicelib.ops import (  # noqa: F401
     extraction_policy,
     extraction_status,
     memory,
+    memory_quality,
     observe,
     saved_messages,
     session,

@@ -6,6 +6,16 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 
+class AppliedOut(TypedDict, total=False):
+    action: str
+    key: str
+    user_id: str
+    changed: bool
+    confidence_before: float
+    confidence_after: float
+    tags_after: list[str]
+
+
 class Batch(TypedDict, total=False):
     queue_id: str
     status: str
@@ -249,6 +259,13 @@ class JobOut(TypedDict, total=False):
     finished_at: str | None
 
 
+class MemoryApplyResult(TypedDict, total=False):
+    applied: list[AppliedOut]
+    unknown: list[UnknownOut]
+    dry_run: bool
+    ignored_args: list[str]
+
+
 class MemoryBlacklistResult(TypedDict, total=False):
     pattern: str
     namespace: str
@@ -307,6 +324,7 @@ class MemoryHit(TypedDict, total=False):
     user_id: str
     version: int
     kind: str
+    confidence: float
 
 
 class MemoryOut(TypedDict, total=False):
@@ -319,6 +337,7 @@ class MemoryOut(TypedDict, total=False):
     pinned: bool
     locked: bool
     updated_at: str
+    confidence: float
 
 
 class MemoryRecallResult(TypedDict, total=False):
@@ -328,6 +347,7 @@ class MemoryRecallResult(TypedDict, total=False):
 
 class MemorySearchResult(TypedDict, total=False):
     hits: list[MemoryHit]
+    filtered: dict[str, int]
     pending_extraction: bool
     ignored_args: list[str]
 
@@ -488,6 +508,11 @@ class TurnOut(TypedDict, total=False):
     ts: str
 
 
+class UnknownOut(TypedDict, total=False):
+    key: str
+    user_id: str
+
+
 class WrittenOut(TypedDict, total=False):
     key: str
     version: int
@@ -520,6 +545,7 @@ OPS: dict[str, tuple[str, Any]] = {
     "extraction_policy.clear": ("idempotent", ExtractionPolicyClearResult),
     "extraction_policy.get": ("read", ExtractionPolicyGetResult),
     "extraction_policy.set": ("idempotent", ExtractionPolicySetResult),
+    "memory.apply": ("idempotent", MemoryApplyResult),
     "memory.blacklist": ("idempotent", MemoryBlacklistResult),
     "memory.bulk_set": ("idempotent", MemoryBulkSetResult),
     "memory.delete": ("idempotent", MemoryDeleteResult),
@@ -566,6 +592,7 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "extraction_policy.clear": ("org", "namespace"),
     "extraction_policy.get": ("org", "namespace"),
     "extraction_policy.set": ("org", "namespace"),
+    "memory.apply": ("org", "namespace"),
     "memory.blacklist": ("org", "namespace"),
     "memory.bulk_set": ("org", "namespace", "agent"),
     "memory.delete": ("org", "namespace", "agent"),

@@ -9,7 +9,7 @@ tokens through set lookups and windows of a few tokens; no regular expression ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -415,18 +415,17 @@ class Ranked:
     classify_text: bool = True  # verbatim chunks and digests are read for restatement only
 
 
-def classify_ranked(hits: Sequence[Ranked], keep: int | None = None) -> list[Quality]:
+def classify_ranked(hits: Iterable[Ranked], keep: int | None = None) -> list[Quality]:
     """Each hit's class, best first: its own class, else "restatement" when it says what a
     kept higher-ranked hit says (same normalised text, or cosine at least 0.95). With `keep`,
-    hits after the `keep`-th durable one are not read and come back "durable" unjudged."""
+    the list ends at the `keep`-th durable hit: the hits after it are not read."""
     out: list[Quality] = []
     seen: set[str] = set()
     kept_vectors: list[np.ndarray] = []
     kept = 0
     for hit in hits:
         if keep is not None and kept >= keep:
-            out.append("durable")
-            continue
+            break
         quality = classify(hit.text) if hit.classify_text else "durable"
         if quality == "durable":
             vector = _unit(hit.vector)

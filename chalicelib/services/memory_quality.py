@@ -16,6 +16,7 @@ from chalicelib.fact_quality import Ranked, classify_ranked
 from chalicelib.store import memory_quality as store
 
 QUALITY_TAG = "quality:"
+VECTOR_WINDOW = 50  # candidates whose vectors one round trip reads
 ActionName = Literal["demote", "label", "restore"]
 
 
@@ -30,26 +31,33 @@ def filter_ranked(
     """The first `keep` rows, best first, that are neither junk nor a restatement of a row
     kept above them, and what was left out on the way, by class. Verbatim chunks and digests
     are transcripts by nature: only the restatement rule reads them."""
-    idents = [(r["user_id"], r["key"]) for r in rows]
-    vectors = store.vectors_of(conn, org, namespace, deps.embedder.name, idents)
-    ranked = [
-        Ranked(
-            r["value"],
-            vectors.get((r["user_id"], r["key"])),
-            classify_text=r["kind"] in ("fact", "record"),
-        )
-        for r in rows
-    ]
+    ranked = _ranked_with_vectors(conn, deps.embedder.name, org, namespace, rows)
     kept: list[dict[str, Any]] = []
     left_out: Counter[str] = Counter()
-    for row, quality in zip(rows, classify_ranked(ranked, keep=keep), strict=True):
-        if len(kept) >= keep:
-            break
+    for row, quality in zip(rows, classify_ranked(ranked, keep=keep), strict=False):
         if quality == "durable":
             kept.append(row)
         else:
             left_out[quality] += 1
     return kept, dict(sorted(left_out.items()))
+
+
+def _ranked_with_vectors(
+    conn: Connection, model: str, org: str, namespace: str, rows: list[dict[str, Any]]
+) -> Iterator[Ranked]:
+    """The rows as the classifier reads them, their stored vectors read a window at a time:
+    a list cut at top_k reads the vectors of the rows it reached, not of every candidate."""
+    for start in range(0, len(rows), VECTOR_WINDOW):
+        part = rows[start : start + VECTOR_WINDOW]
+        vectors = store.vectors_of(
+            conn, org, namespace, model, [(r["user_id"], r["key"]) for r in part]
+        )
+        for r in part:
+            yield Ranked(
+                r["value"],
+                vectors.get((r["user_id"], r["key"])),
+                classify_text=r["kind"] in ("fact", "record"),
+            )
 
 
 @dataclass(frozen=True)

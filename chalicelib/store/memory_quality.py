@@ -17,11 +17,13 @@ READ_MARK_EVERY = timedelta(hours=1)
 def mark_read(
     conn: Connection, org: str, namespace: str, user_id: str, key: str, at: datetime
 ) -> None:
-    """Record that the row was read by its key at `at`."""
+    """Record that the row was read by its key at `at`. A row a write holds is skipped, not
+    waited for: a read never queues behind a write for its bookkeeping."""
     conn.execute(
-        "UPDATE loom.memories SET last_read_at = %s WHERE org = %s AND namespace = %s"
-        " AND user_id = %s AND key = %s AND retired_at IS NULL"
-        " AND (last_read_at IS NULL OR last_read_at < %s)",
+        "UPDATE loom.memories m SET last_read_at = %s FROM (SELECT ctid FROM loom.memories"
+        "  WHERE org = %s AND namespace = %s AND user_id = %s AND key = %s"
+        "  AND retired_at IS NULL AND (last_read_at IS NULL OR last_read_at < %s)"
+        "  FOR UPDATE SKIP LOCKED) r WHERE m.ctid = r.ctid",
         (at, org, namespace, user_id, key, at - READ_MARK_EVERY),
     )
 

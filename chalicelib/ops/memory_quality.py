@@ -130,7 +130,7 @@ def demote_namespace(
     factor: float = 0.25,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> CleanUp:
-    """Classify a namespace's live facts and records a page at a time and, through
+    """Classify a namespace's live facts a page at a time and, through
     memory.apply (audited as any call of it), demote and label those in `classes`. Rows read
     by key within `days`, pinned or locked rows, and rows a run labelled before are left
     alone. Without `apply`, a dry run."""

@@ -29,8 +29,9 @@ def filter_ranked(
     keep: int,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The first `keep` rows, best first, that are neither junk nor a restatement of a row
-    kept above them, and what was left out on the way, by class. Verbatim chunks and digests
-    are transcripts by nature: only the restatement rule reads them."""
+    kept above them, and what was left out on the way, by class. Only facts are classified:
+    chunks and digests are transcripts by nature and a typed record is structured, so only
+    the restatement rule reads them."""
     ranked = _ranked_with_vectors(conn, deps.embedder.name, org, namespace, rows)
     kept: list[dict[str, Any]] = []
     left_out: Counter[str] = Counter()
@@ -56,7 +57,7 @@ def _ranked_with_vectors(
             yield Ranked(
                 r["value"],
                 vectors.get((r["user_id"], r["key"])),
-                classify_text=r["kind"] in ("fact", "record"),
+                classify_text=r["kind"] == "fact",
             )
 
 
@@ -146,7 +147,7 @@ def _after(row: dict[str, Any], a: Action) -> dict[str, Any]:
 def review_pages(
     deps: Deps, org: str, namespace: str, page_size: int
 ) -> Iterator[tuple[list[dict[str, Any]], int]]:
-    """A namespace's live facts and records, a page at a time, each with the count of rows
+    """A namespace's live facts, a page at a time, each with the count of rows
     read so far; each page in its own short transaction, so a large namespace holds no lock
     and no snapshot for the whole run."""
     after: tuple[str, str] | None = None

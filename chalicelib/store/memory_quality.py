@@ -63,14 +63,14 @@ def set_quality(
 def review_page(
     conn: Connection, org: str, namespace: str, after: tuple[str, str] | None, limit: int
 ) -> list[dict[str, Any]]:
-    """Live facts and records after `after` (user_id, key), in that order: one page of a
+    """Live facts after `after` (user_id, key), in that order: one page of a
     namespace's clean-up."""
     user, key = after if after is not None else ("", "")
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "SELECT user_id, key, value, tags, pinned, locked, confidence, last_read_at"
             " FROM loom.memories WHERE org = %s AND namespace = %s AND retired_at IS NULL"
-            " AND kind IN ('fact', 'record') AND (user_id, key) > (%s, %s)"
+            " AND kind = 'fact' AND (user_id, key) > (%s, %s)"
             " ORDER BY user_id, key LIMIT %s",
             (org, namespace, user, key, limit),
         ).fetchall()
@@ -79,7 +79,7 @@ def review_page(
 def count_reviewable(conn: Connection, org: str, namespace: str) -> int:
     row = conn.execute(
         "SELECT count(*) FROM loom.memories WHERE org = %s AND namespace = %s"
-        " AND retired_at IS NULL AND kind IN ('fact', 'record')",
+        " AND retired_at IS NULL AND kind = 'fact'",
         (org, namespace),
     ).fetchone()
     return int(row[0]) if row else 0

@@ -274,3 +274,33 @@ def test_every_call_is_audited_dry_runs_too(m, pool):
 
     rows = audit_rows(pool, m.org, "memory.apply")
     assert [(r["namespace"], r["principal"]) for r in rows] == [(NS, f"token:admin-{m.org}")] * 2
+
+
+def test_only_facts_are_classified_and_every_kind_is_read_for_restatement(m, pool):
+    """GIVEN a typed record whose text reads as a step, and a fact that restates it
+    WHEN memory.search runs with quality_filter
+    THEN the record is the hit (a record is structured, never junk) and the fact is left out.
+    """
+    m.set("tea/record", "Ran the tea tests")
+    m.set("tea/copy", "ran the tea tests.")
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memories SET kind = 'record' WHERE org = %s AND key = 'tea/record'",
+            (m.org,),
+        )
+
+    data = m.ok("memory.search", as_="viewer", query="tea tests", quality_filter=True)
+
+    assert [h["key"] for h in data["hits"]] == ["tea/record"]
+    # ranked above the record the fact is a step; ranked below it, a restatement
+    assert data["filtered"] in ({"restatement": 1}, {"trajectory": 1})
+
+
+def test_a_token_bounded_to_one_user_is_refused(m, pool):
+    m.set("user/x", "asdf", user_id="u1")
+    token = m.token("admin", read_scope="own_user", read_user_id="u1")
+
+    status, _ = m.post("memory.apply", token=token, actions=[{"action": "demote", "key": "user/x"}])
+
+    assert status == 403
+    assert quality(pool, m.org)["user/x"][0] == 1.0

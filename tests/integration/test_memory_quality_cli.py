@@ -34,8 +34,7 @@ def cli_env(monkeypatch, database_url, org, deps):
     monkeypatch.setenv("LOOM_DATABASE_URL", database_url)
     monkeypatch.setenv("LOOM_EMBEDDER", "fake")
     monkeypatch.setenv("LOOM_ORG", org)
-    yield monkeypatch
-    set_deps(deps)  # the CLI swaps the process-wide Deps
+    return deps
 
 
 @pytest.fixture
@@ -46,15 +45,24 @@ def rows(m):
     return m
 
 
-def demote(*flags: str) -> int:
-    return cli.main(["demote-activity-narration", "--namespace", NS, *flags])
+@pytest.fixture
+def demote(cli_env):
+    """`loom demote-activity-narration --namespace NS FLAGS...`, its exit code."""
+
+    def run(*flags: str) -> int:
+        try:
+            return cli.main(["demote-activity-narration", "--namespace", NS, *flags])
+        finally:
+            set_deps(cli_env)  # the CLI swaps the process-wide Deps, and closes its own
+
+    return run
 
 
 def confidences(pool, org: str, namespace: str = NS) -> dict[str, float]:
     return {k: c for k, (c, _, _) in quality(pool, org, namespace).items()}
 
 
-def test_a_dry_run_reports_and_changes_nothing(rows, pool, cli_env, capsys):
+def test_a_dry_run_reports_and_changes_nothing(rows, pool, demote, capsys):
     """GIVEN steps, narration, a probe, a status and durable facts
     WHEN the command runs without --apply
     THEN it names what it found (trajectory 2, narration 1) and would change 3, and no row
@@ -71,7 +79,7 @@ def test_a_dry_run_reports_and_changes_nothing(rows, pool, cli_env, capsys):
     assert quality(pool, rows.org) == before
 
 
-def test_apply_demotes_and_labels_only_activity_narration_by_default(rows, pool, cli_env, capsys):
+def test_apply_demotes_and_labels_only_activity_narration_by_default(rows, pool, demote, capsys):
     """GIVEN the same rows, and a step in another namespace
     WHEN the command runs with --apply
     THEN the steps and the narration have confidence 0.25 and their class's tag; the probe,
@@ -92,7 +100,7 @@ def test_apply_demotes_and_labels_only_activity_narration_by_default(rows, pool,
     assert [r["principal"] for r in audit_rows(pool, rows.org, "memory.apply")] == ["local"]
 
 
-def test_the_fact_quality_classifier_takes_every_junk_class(rows, pool, cli_env, capsys):
+def test_the_fact_quality_classifier_takes_every_junk_class(rows, pool, demote, capsys):
     code = demote("--apply", "--classifier", "fact_quality")
 
     assert code == 0
@@ -103,7 +111,7 @@ def test_the_fact_quality_classifier_takes_every_junk_class(rows, pool, cli_env,
     assert confidences(pool, rows.org)["user/fridays"] == 1.0
 
 
-def test_a_second_run_changes_nothing_more_and_restore_undoes_it(rows, pool, cli_env, capsys):
+def test_a_second_run_changes_nothing_more_and_restore_undoes_it(rows, pool, demote, capsys):
     """GIVEN a namespace the command demoted
     WHEN it runs again with --apply, then memory.apply restores a row
     THEN the second run changes nothing (rows labelled before are left alone), and the
@@ -120,7 +128,7 @@ def test_a_second_run_changes_nothing_more_and_restore_undoes_it(rows, pool, cli
     assert quality(pool, rows.org)["steps/tests"][:2] == (1.0, [])
 
 
-def test_days_leaves_alone_what_memory_get_read_by_key(rows, pool, cli_env, capsys, clock):
+def test_days_leaves_alone_what_memory_get_read_by_key(rows, pool, demote, capsys, clock):
     """GIVEN one step read by memory.get now and another read 30 days ago
     WHEN the command runs with --apply --days 7
     THEN the step read now is left alone (and said so); the one read 30 days ago is demoted.
@@ -138,7 +146,7 @@ def test_days_leaves_alone_what_memory_get_read_by_key(rows, pool, cli_env, caps
     assert confidences(pool, rows.org)["steps/opened"] == 0.25
 
 
-def test_pinned_rows_are_left_alone_and_label_only_keeps_confidence(rows, pool, cli_env, capsys):
+def test_pinned_rows_are_left_alone_and_label_only_keeps_confidence(rows, pool, demote, capsys):
     rows.set("steps/tests", "Ran the tests", pin=True)
 
     code = demote("--apply", "--label-only")
@@ -153,12 +161,12 @@ def test_pinned_rows_are_left_alone_and_label_only_keeps_confidence(rows, pool, 
 @pytest.mark.parametrize(
     "flags", [["--days", "0"], ["--factor", "2"], ["--classifier", "everything"]]
 )
-def test_bad_flags_are_refused(cli_env, flags):
+def test_bad_flags_are_refused(demote, flags):
     with pytest.raises(SystemExit):
         demote(*flags)
 
 
-def test_a_large_namespace_is_read_in_pages(m, pool, cli_env, capsys):
+def test_a_large_namespace_is_read_in_pages(m, pool, demote, capsys):
     """GIVEN 600 steps, more than a page
     WHEN the command runs with --apply
     THEN every one is demoted, with a progress line per page on stderr.

@@ -18,16 +18,7 @@ import numpy as np
 JunkClass = Literal[
     "trajectory", "narration", "tool_hint", "code_location", "probe", "status", "restatement"
 ]
-Quality = Literal[
-    "durable",
-    "trajectory",
-    "narration",
-    "tool_hint",
-    "code_location",
-    "probe",
-    "status",
-    "restatement",
-]
+Quality = Literal["durable", JunkClass]
 # Classes a single text can fall in; a restatement is only known against a ranked list.
 TEXT_CLASSES: tuple[str, ...] = (
     "trajectory",

@@ -12,6 +12,7 @@ from pathlib import Path
 from bench import (
     cold_start,
     deferred,
+    fact_quality,
     guard,
     http_appends,
     knowledge,
@@ -35,6 +36,7 @@ SUITES = {
     "deferred": deferred.run,
     "cold_start": cold_start.run,
     "guard": guard.run,
+    "fact_quality": fact_quality.run,
     "locomo": locomo_recall.run,
     "knowledge": knowledge.run,
 }
@@ -66,6 +68,7 @@ def _sizes(quick: bool) -> str:
         f" {cold_start.RUNS[mode]} interpreters per"
         " import;"
         f" the guard on {guard.TEXTS:,} adversarial texts;"
+        f" fact quality on {len(fact_quality.load())} labelled memory texts;"
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA};"
         f" knowledge.publish of {knowledge.DOC_CHARS:,} characters"
         f" ({knowledge.ROUNDS['quick' if quick else 'full']} rounds), recall@{knowledge.TOP_K}"

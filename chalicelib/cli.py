@@ -1,5 +1,5 @@
 """The `loom` command: serve, migrate, token mint / list / revoke, settings set,
-ingest-transcript, drops, reextract."""
+ingest-transcript, drops, reextract, demote-activity-narration."""
 
 from __future__ import annotations
 
@@ -493,6 +493,47 @@ def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     return 1 if done.failed else 0
 
 
+def cmd_demote_activity_narration(args: argparse.Namespace, deps: Deps) -> int:
+    """Demote and label a namespace's junk memories through memory.apply; a dry run without
+    --apply. Never deletes."""
+    from chalicelib.auth import check_name
+    from chalicelib.fact_quality import ACTIVITY_NARRATION, TEXT_CLASSES
+    from chalicelib.ops.memory_quality import demote_namespace
+    from chalicelib.web import load_ops
+
+    load_ops()  # the changes go through memory.apply, with its checks and audit
+    org = args.org or deps.settings.org
+    check_name("--org", org)
+    check_name("--namespace", args.namespace)
+
+    def progress(done: int, total: int) -> None:
+        _progress_bar(done, total, unit="memories", always=True)
+
+    done = demote_namespace(
+        deps,
+        org,
+        args.namespace,
+        classes=TEXT_CLASSES if args.classifier == "fact_quality" else ACTIVITY_NARRATION,
+        apply=args.apply,
+        label_only=args.label_only,
+        days=args.days,
+        factor=args.factor,
+        progress=progress,
+    )
+    print(done.summary(org, args.namespace, dry_run=not args.apply))
+    return 0
+
+
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, not {text}")
+    return value
+
+
 def _int_between(low: int, high: int, why: str = "") -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high`."""
 
@@ -540,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ingest_transcript(sub)
     _add_drops(sub)
     _add_reextract(sub)
+    _add_demote_activity_narration(sub)
     return parser
 
 
@@ -653,6 +695,40 @@ def _add_reextract(sub: Subparsers) -> None:
     reextract.set_defaults(fn=cmd_reextract)
 
 
+def _add_demote_activity_narration(sub: Subparsers) -> None:
+    demote = sub.add_parser(
+        "demote-activity-narration",
+        help="demote and label a namespace's junk memories (a dry run without --apply)",
+    )
+    demote.add_argument("--namespace", required=True)
+    demote.add_argument("--org", default=None, help="default LOOM_ORG")
+    demote.add_argument(
+        "--apply", action="store_true", help="change the rows; without it, report what would"
+    )
+    demote.add_argument(
+        "--classifier",
+        choices=["activity_narration", "fact_quality"],
+        default="activity_narration",
+        help="activity_narration (default): trajectory steps and session narration;"
+        " fact_quality: every junk class",
+    )
+    demote.add_argument(
+        "--days",
+        type=_int_between(1, 3650),
+        default=None,
+        help="leave alone memories memory.get read by key in the last N days",
+    )
+    demote.add_argument(
+        "--factor", type=_factor, default=0.25, help="confidence is multiplied by this (0.25)"
+    )
+    demote.add_argument(
+        "--label-only",
+        action="store_true",
+        help="only tag them quality:<class>; leave their confidence",
+    )
+    demote.set_defaults(fn=cmd_demote_activity_narration)
+
+
 def _bad_settings(exc: ValidationError | SettingsError) -> list[str]:
     """One line per LOOM_* variable that does not validate: its name, value and what is wrong."""
     if isinstance(exc, SettingsError):
@@ -718,7 +794,14 @@ def _run(args: argparse.Namespace) -> int:
 
 # What the cloud's `admin` function runs: the commands that only need the database (no files,
 # no server).
-ADMIN_COMMANDS = ("migrate", "token", "settings", "drops", "reextract")
+ADMIN_COMMANDS = (
+    "migrate",
+    "token",
+    "settings",
+    "drops",
+    "reextract",
+    "demote-activity-narration",
+)
 
 
 def run_captured(argv: Any) -> dict[str, Any]:

@@ -15,9 +15,11 @@ from chalicelib.providers.embedder import EmbedderError
 from chalicelib.registry import OpContext, op
 from chalicelib.search.ranking import rrf
 from chalicelib.sensitivity import is_sensitive
+from chalicelib.services.memory_quality import filter_ranked
 from chalicelib.services.memory_writer import Entry, write_entries
 from chalicelib.store import evidence as evidence_store
 from chalicelib.store import memories as store
+from chalicelib.store import memory_quality as quality_store
 from chalicelib.store.audit import write_audit
 from chalicelib.store.extraction_queue import has_pending
 from chalicelib.store.pool import autocommit_connection
@@ -27,6 +29,8 @@ Key = Annotated[str, StringConstraints(min_length=1, max_length=300, pattern=r"^
 Value = Annotated[str, StringConstraints(min_length=1, max_length=100_000)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 LEG_DEPTH = 100
+# Each leg's depth under quality_filter: junk left out still leaves top_k to fill.
+FILTERED_LEG_DEPTH = 300
 RECALL_SCAN = 2000  # the most turns memory.recall reads for one answer
 RECALL_MIN_PAGE = 50  # turns memory.recall reads a round trip, at least
 
@@ -141,6 +145,7 @@ class MemoryOut(OpOutput):
     pinned: bool
     locked: bool
     updated_at: datetime
+    confidence: float  # in [0, 1]: 1.0 as written, lowered by memory.apply demote
 
 
 class GetOutput(OpOutput):
@@ -154,6 +159,9 @@ def memory_get(inp: GetInput, ctx: OpContext) -> GetOutput:
     user = write_user(ctx.caller, inp.user_id)
     with ctx.deps.pool.connection() as conn:
         row = store.get_memory(conn, inp.org, inp.namespace, user, inp.key)
+        if row is not None:
+            # A clean-up leaves alone what an agent still asks for by name (--days).
+            quality_store.mark_read(conn, inp.org, inp.namespace, user, inp.key, ctx.deps.clock())
         if row is not None and is_sensitive(row["value"]):
             write_audit(
                 conn,
@@ -196,6 +204,9 @@ class SearchInput(AgentScoped):
     top_k: int = Field(default=10, ge=1, le=100)
     search_mode: Literal["hybrid", "semantic", "lexical"] = "hybrid"
     include_chunks: bool = True
+    # Leave out junk (trajectory steps, narration, tool hints, code locations, probes,
+    # one-moment status) and restatements of a higher-ranked hit; nothing is deleted.
+    quality_filter: bool = False
 
 
 class MemoryHit(OpOutput):
@@ -206,10 +217,16 @@ class MemoryHit(OpOutput):
     user_id: str
     version: int
     kind: str
+    confidence: float
+
+
+HIT_FIELDS = [name for name in MemoryHit.model_fields if name != "score"]
 
 
 class SearchOutput(OpOutput):
     hits: list[MemoryHit]
+    # Under quality_filter: what was left out of the answer, by class.
+    filtered: dict[str, int] = Field(default_factory=dict)
     # A deferred batch of the users this search reads has not run yet (whoever queued it).
     pending_extraction: bool = False
 
@@ -224,6 +241,7 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     vec_rows: list[dict[str, Any]] = []
     lex_rows: list[dict[str, Any]] = []
     query_vec = None
+    depth = FILTERED_LEG_DEPTH if inp.quality_filter else LEG_DEPTH
     if inp.search_mode != "lexical":
         try:
             query_vec = ctx.deps.embedder.embed_query(inp.query)
@@ -236,14 +254,26 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
                 **scope,
                 model=ctx.deps.embedder.name,
                 query_vec=query_vec,
-                depth=LEG_DEPTH,
+                depth=depth,
                 kinds=kinds,
             )
         if inp.search_mode != "semantic":
-            lex_rows = store.lexical_leg(
-                conn, **scope, query=inp.query, depth=LEG_DEPTH, kinds=kinds
-            )
+            lex_rows = store.lexical_leg(conn, **scope, query=inp.query, depth=depth, kinds=kinds)
         pending = has_pending(conn, inp.org, inp.namespace, users)
+        ranked, filtered = _ranked(conn, ctx, inp, vec_rows, lex_rows)
+    hits = [MemoryHit(**{**{k: r[k] for k in HIT_FIELDS}, "score": s}) for r, s in ranked]
+    return SearchOutput(hits=hits, pending_extraction=pending, filtered=filtered)
+
+
+def _ranked(
+    conn: Any,
+    ctx: OpContext,
+    inp: SearchInput,
+    vec_rows: list[dict[str, Any]],
+    lex_rows: list[dict[str, Any]],
+) -> tuple[list[tuple[dict[str, Any], float]], dict[str, int]]:
+    """The legs fused by reciprocal rank, cut to top_k (under quality_filter, once junk and
+    restatements are left out), with the rows left out by class."""
     floor = ctx.deps.embedder.default_floor
     # Both legs checked with today's guard: a value an earlier build embedded or indexed
     # before the guard read it as high is never a hit, nor is a row whose key or tags (shown
@@ -253,21 +283,13 @@ def memory_search(inp: SearchInput, ctx: OpContext) -> SearchOutput:
     rows = {(r["user_id"], r["key"]): r for r in lex_rows + vec_rows}
     legs = [([(r["user_id"], r["key"]) for r in vec_rows], 1.0)]
     legs.append(([(r["user_id"], r["key"]) for r in lex_rows], 1.0))
-    hits = []
-    for ident, score in rrf(legs)[: inp.top_k]:
-        r = rows[ident]  # type: ignore[index]
-        hits.append(
-            MemoryHit(
-                key=r["key"],
-                value=r["value"],
-                score=score,
-                tags=r["tags"],
-                user_id=r["user_id"],
-                version=r["version"],
-                kind=r["kind"],
-            )
-        )
-    return SearchOutput(hits=hits, pending_extraction=pending)
+    fused = rrf(legs)
+    scores = {ident: score for ident, score in fused}
+    order = [rows[ident] for ident, _ in fused]  # type: ignore[index]
+    if not inp.quality_filter:
+        return [(r, scores[(r["user_id"], r["key"])]) for r in order[: inp.top_k]], {}
+    kept, filtered = filter_ranked(conn, ctx.deps, inp.org, inp.namespace, order, inp.top_k)
+    return [(r, scores[(r["user_id"], r["key"])]) for r in kept], filtered
 
 
 def _shows_high(row: dict[str, Any]) -> bool:

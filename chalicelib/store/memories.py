@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 
 _ROW = (
     "user_id, key, kind, value, tags, version, pinned, locked, source, agent, session_id,"
-    " content_hash, valid_at, observation_date, created_at, updated_at"
+    " content_hash, valid_at, observation_date, created_at, updated_at, confidence"
 )
 
 
@@ -104,6 +104,8 @@ def write_memory(
         " content_hash = EXCLUDED.content_hash, valid_at = EXCLUDED.valid_at,"
         " observation_date = EXCLUDED.observation_date, embed_model = EXCLUDED.embed_model,"
         " dim = EXCLUDED.dim, embedding = EXCLUDED.embedding, updated_at = now(),"
+        # A new version is judged afresh: a demotion was of the text it replaces.
+        " confidence = 1.0, confidence_before = NULL,"
         # Names read from another value are read again from this one.
         " entities = CASE WHEN m.value IS DISTINCT FROM EXCLUDED.value THEN NULL"
         "  ELSE m.entities END,"

@@ -6,6 +6,16 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 
+class AppliedOut(TypedDict, total=False):
+    action: str
+    key: str
+    user_id: str
+    changed: bool
+    confidence_before: float
+    confidence_after: float
+    tags_after: list[str]
+
+
 class Batch(TypedDict, total=False):
     queue_id: str
     status: str
@@ -312,6 +322,13 @@ class KnowledgeSearchResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class MemoryApplyResult(TypedDict, total=False):
+    applied: list[AppliedOut]
+    unknown: list[UnknownOut]
+    dry_run: bool
+    ignored_args: list[str]
+
+
 class MemoryBlacklistResult(TypedDict, total=False):
     pattern: str
     namespace: str
@@ -370,6 +387,7 @@ class MemoryHit(TypedDict, total=False):
     user_id: str
     version: int
     kind: str
+    confidence: float
 
 
 class MemoryOut(TypedDict, total=False):
@@ -382,6 +400,7 @@ class MemoryOut(TypedDict, total=False):
     pinned: bool
     locked: bool
     updated_at: str
+    confidence: float
 
 
 class MemoryRecallResult(TypedDict, total=False):
@@ -391,6 +410,7 @@ class MemoryRecallResult(TypedDict, total=False):
 
 class MemorySearchResult(TypedDict, total=False):
     hits: list[MemoryHit]
+    filtered: dict[str, int]
     pending_extraction: bool
     ignored_args: list[str]
 
@@ -551,6 +571,11 @@ class TurnOut(TypedDict, total=False):
     ts: str
 
 
+class UnknownOut(TypedDict, total=False):
+    key: str
+    user_id: str
+
+
 class WrittenOut(TypedDict, total=False):
     key: str
     version: int
@@ -588,6 +613,7 @@ OPS: dict[str, tuple[str, Any]] = {
     "knowledge.list": ("read", KnowledgeListResult),
     "knowledge.publish": ("idempotent", KnowledgePublishResult),
     "knowledge.search": ("read", KnowledgeSearchResult),
+    "memory.apply": ("idempotent", MemoryApplyResult),
     "memory.blacklist": ("idempotent", MemoryBlacklistResult),
     "memory.bulk_set": ("idempotent", MemoryBulkSetResult),
     "memory.delete": ("idempotent", MemoryDeleteResult),
@@ -639,6 +665,7 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "knowledge.list": ("org", "namespace"),
     "knowledge.publish": ("org", "namespace"),
     "knowledge.search": ("org", "namespace"),
+    "memory.apply": ("org", "namespace"),
     "memory.blacklist": ("org", "namespace"),
     "memory.bulk_set": ("org", "namespace", "agent"),
     "memory.delete": ("org", "namespace", "agent"),

@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("chalicelib.config", "chalicelib.errors", "chalicelib.names",
                 "chalicelib.sensitivity", "chalicelib.blacklist", "chalicelib.observability",
                 "chalicelib.storable", "chalicelib.secrets", "chalicelib.concurrent_work",
-                "chalicelib.hooks", "chalicelib.cursors", "chalicelib.transcript_file")),
+                "chalicelib.hooks", "chalicelib.cursors", "chalicelib.transcript_file",
+                "chalicelib.fact_quality")),
 ]  # fmt: skip
 # Siblings in one layer that must not import each other.
 APART = [("chalicelib.ops", "chalicelib.workers")]

@@ -19,5 +19,6 @@ from chalicelib.ops import (  # noqa: F401
     saved_messages,
     session,
     system,
+    agent_reads,
 )
 # isort: on

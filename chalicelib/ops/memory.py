@@ -278,8 +278,8 @@ def _ranked(
     # Both legs checked with today's guard: a value an earlier build embedded or indexed
     # before the guard read it as high is never a hit, nor is a row whose key or tags (shown
     # with the hit) read as high.
-    vec_rows = [r for r in vec_rows if r["score"] >= floor and not _shows_high(r)]
-    lex_rows = [r for r in lex_rows if not _shows_high(r)]
+    vec_rows = [r for r in vec_rows if r["score"] >= floor and not shows_high(r)]
+    lex_rows = [r for r in lex_rows if not shows_high(r)]
     rows = {(r["user_id"], r["key"]): r for r in lex_rows + vec_rows}
     legs = [([(r["user_id"], r["key"]) for r in vec_rows], 1.0)]
     legs.append(([(r["user_id"], r["key"]) for r in lex_rows], 1.0))
@@ -292,7 +292,7 @@ def _ranked(
     return [(r, scores[(r["user_id"], r["key"])]) for r in kept], filtered
 
 
-def _shows_high(row: dict[str, Any]) -> bool:
+def shows_high(row: dict[str, Any]) -> bool:
     """Whether a hit would show text that reads as high: its value, key or a tag."""
     return any(is_sensitive(text) for text in (row["value"], row["key"], *row["tags"]))
 

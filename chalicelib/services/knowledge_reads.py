@@ -85,9 +85,40 @@ def served_chunks(
     """The knowledge an agent's read is served for `query`: a document tagged agent:<a> goes to
     agent <a> only, a read under '*' is served every bot's documents, one under '-' none tagged
     for a named bot, and a document with no agent: tag goes to every read."""
-    if caller.org != org and not caller.any_org:
-        return []
-    if caller.namespace is not None and caller.namespace != namespace:
+    if not _readable(caller, org, namespace):
         return []
     f = store.DocFilter(org=org, namespaces=(namespace,), agent=agent)
     return search_chunks(deps, f, query, top_k)
+
+
+def _readable(caller: Caller, org: str, namespace: str) -> bool:
+    """Whether the caller's token may read this namespace's knowledge."""
+    if caller.org != org and not caller.any_org:
+        return False
+    return caller.namespace is None or caller.namespace == namespace
+
+
+def whole_documents(
+    deps: Deps, caller: Caller, org: str, namespace: str, agent: str, uris: list[str],
+    *, max_chars: int | None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The documents at `uris` served to `agent`, whole (of at most `max_chars` when bounded),
+    none holding a chunk that reads as high."""
+    if not uris or not _readable(caller, org, namespace):
+        return []
+    with autocommit_connection(deps.pool) as conn:
+        rows = store.served_documents(
+            conn, org, namespace, agent, uris=uris, max_chars=max_chars, with_text=True
+        )
+    return [r for r in rows if not _shows_high(r)]
+
+
+def served_document_list(
+    deps: Deps, caller: Caller, org: str, namespace: str, agent: str, limit: int
+) -> list[dict[str, Any]]:
+    """The documents served to `agent`, newest first, without their text."""
+    if not _readable(caller, org, namespace):
+        return []
+    with autocommit_connection(deps.pool) as conn:
+        rows = store.served_documents(conn, org, namespace, agent, limit=limit)
+    return [r for r in rows if not any(is_sensitive(t) for t in (r["title"], r["uri"], *r["tags"]))]

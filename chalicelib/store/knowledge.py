@@ -219,3 +219,33 @@ def lexical_leg(conn: Connection, f: DocFilter, *, query: str, depth: int) -> li
     params.update(query=query, depth=depth)
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(q, params).fetchall()
+
+
+def served_documents(
+    conn: Connection, org: str, namespace: str, agent: str, *, uris: list[str] | None = None,
+    max_chars: int | None = None, limit: int = 50, with_text: bool = False,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The documents served to reader `agent` by the agent-tag rule, newest first: only those
+    at `uris` when named, of at most `max_chars` when bounded, and none holding a withheld
+    chunk (a whole document is never served around one)."""
+    conds = ["d.org = %(org)s", "d.namespace = %(ns)s", served_to_agent("d")]
+    conds.append(
+        "NOT EXISTS (SELECT 1 FROM loom.knowledge_chunks c WHERE c.org = d.org"
+        " AND c.namespace = d.namespace AND c.uri = d.uri AND c.withheld)"
+    )
+    params: dict[str, Any] = {"org": org, "ns": namespace, "agent": agent, "limit": limit}
+    params["agent_tag"] = f"agent:{agent}"
+    if uris is not None:
+        conds.append("d.uri = ANY(%(uris)s)")
+        params["uris"] = uris
+    if max_chars is not None:
+        conds.append("length(d.text) <= %(max_chars)s")
+        params["max_chars"] = max_chars
+    text = ", d.text" if with_text else ""
+    query = (
+        "SELECT d.uri, d.title, d.tags, d.version, d.updated_at, length(d.text) AS chars" + text
+        + f" FROM loom.knowledge_documents d WHERE {' AND '.join(conds)}"
+        " ORDER BY d.updated_at DESC, d.uri DESC LIMIT %(limit)s"
+    )  # fmt: skip
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, params).fetchall()

@@ -297,3 +297,39 @@ def set_vectors(
             " WHERE org = %s AND namespace = %s AND user_id = %s AND key = %s AND dim = 0",
             [(v, len(v), model, o, n, u, k) for o, n, u, k, v in rows],
         )
+
+
+# The stack's order: pinned first, then by confidence, then the newest; ties by user and key.
+# As one ascending tuple, so a page starts after the last row of the one before it.
+# Microseconds as a whole number: a cursor carries them exactly.
+_STACK_ORDER = (
+    "(NOT m.pinned, -m.confidence::float8,"
+    " -(extract(epoch FROM m.updated_at) * 1000000)::bigint, m.user_id, m.key)"
+)
+
+
+def stack_page(
+    conn: Connection,
+    *,
+    org: str,
+    namespace: str,
+    users: list[str] | None,
+    kinds: list[str],
+    after: list[Any] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Live memories in the stack's order, after the sort key `after` (a row's `stack_key`)."""
+    query = sql.SQL(
+        "SELECT {row}, json_build_array" + _STACK_ORDER + " AS stack_key"
+        " FROM loom.memories m WHERE {scope} AND m.kind = ANY(%(kinds)s)"
+        + (" AND " + _STACK_ORDER + " > (%(a0)s, %(a1)s, %(a2)s, %(a3)s, %(a4)s)" if after else "")
+        + " ORDER BY "
+        + _STACK_ORDER.strip("()")
+        + " LIMIT %(limit)s"
+    ).format(row=sql.SQL(_ROW), scope=_scope(users))
+    params: dict[str, Any] = {"org": org, "ns": namespace, "users": users, "kinds": kinds}
+    params["limit"] = limit
+    if after:
+        params.update({f"a{i}": v for i, v in enumerate(after)})
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query, params).fetchall()

@@ -40,6 +40,15 @@ class BriefSections(TypedDict, total=False):
     pointers: list[str]
 
 
+class ContextPackResult(TypedDict, total=False):
+    text: str
+    sections: list[PackedSection]
+    tokens: int
+    truncated: bool
+    pending_extraction: bool
+    ignored_args: list[str]
+
+
 class ConversationAppendResult(TypedDict, total=False):
     msg_id: str
     ts: str
@@ -329,6 +338,14 @@ class MemoryApplyResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class MemoryAskResult(TypedDict, total=False):
+    passages: list[Passage]
+    pending_extraction: bool
+    answer: str | None
+    answer_error: str | None
+    ignored_args: list[str]
+
+
 class MemoryBlacklistResult(TypedDict, total=False):
     pattern: str
     namespace: str
@@ -444,6 +461,15 @@ class MemorySetResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class MemoryStackResult(TypedDict, total=False):
+    documents: list[StackDocument]
+    memories: list[StackMemory]
+    filtered: dict[str, int]
+    next_cursor: str | None
+    pending_extraction: bool
+    ignored_args: list[str]
+
+
 class ObserveCrystallizeResult(TypedDict, total=False):
     session_id: str
     observations: int
@@ -455,6 +481,22 @@ class ObserveRecordResult(TypedDict, total=False):
     session_id: str
     ts: str
     ignored_args: list[str]
+
+
+class PackedSection(TypedDict, total=False):
+    name: str
+    items: list[dict[str, Any]]
+
+
+class Passage(TypedDict, total=False):
+    source: Literal["memory", "knowledge", "transcript"]
+    text: str
+    score: float
+    key: str | None
+    version: int | None
+    uri: str | None
+    chunk: int | None
+    whole_document: bool
 
 
 class RecallTurn(TypedDict, total=False):
@@ -476,6 +518,14 @@ class SavedRow(TypedDict, total=False):
     score: float | None
     saved_at: str | None
     ts: str
+
+
+class SearchResult(TypedDict, total=False):
+    memory: list[dict[str, Any]]
+    knowledge: list[dict[str, Any]]
+    conversation: list[dict[str, Any]]
+    pending_extraction: bool
+    ignored_args: list[str]
 
 
 class SessionBriefDeleteResult(TypedDict, total=False):
@@ -547,6 +597,27 @@ class SessionBriefSummary(TypedDict, total=False):
     age_seconds: int
 
 
+class StackDocument(TypedDict, total=False):
+    uri: str
+    title: str
+    tags: list[str]
+    version: int
+    updated_at: str
+    chars: int
+
+
+class StackMemory(TypedDict, total=False):
+    key: str
+    value: str
+    tags: list[str]
+    user_id: str
+    version: int
+    kind: str
+    pinned: bool
+    confidence: float
+    updated_at: str
+
+
 class SystemWhoamiResult(TypedDict, total=False):
     org: str
     role: str
@@ -586,6 +657,7 @@ class WrittenOut(TypedDict, total=False):
 
 # op name: (kind, result type); kinds read and idempotent are retried on 503
 OPS: dict[str, tuple[str, Any]] = {
+    "context.pack": ("read", ContextPackResult),
     "conversation.append": ("idempotent", ConversationAppendResult),
     "conversation.compact": ("idempotent", ConversationCompactResult),
     "conversation.create": ("idempotent", ConversationCreateResult),
@@ -614,6 +686,7 @@ OPS: dict[str, tuple[str, Any]] = {
     "knowledge.publish": ("idempotent", KnowledgePublishResult),
     "knowledge.search": ("read", KnowledgeSearchResult),
     "memory.apply": ("idempotent", MemoryApplyResult),
+    "memory.ask": ("read", MemoryAskResult),
     "memory.blacklist": ("idempotent", MemoryBlacklistResult),
     "memory.bulk_set": ("idempotent", MemoryBulkSetResult),
     "memory.delete": ("idempotent", MemoryDeleteResult),
@@ -626,8 +699,10 @@ OPS: dict[str, tuple[str, Any]] = {
     "memory.search": ("read", MemorySearchResult),
     "memory.set": ("idempotent", MemorySetResult),
     "memory.set_from_messages": ("write", MemorySetFromMessagesResult),
+    "memory.stack": ("read", MemoryStackResult),
     "observe.crystallize": ("idempotent", ObserveCrystallizeResult),
     "observe.record": ("write", ObserveRecordResult),
+    "search": ("read", SearchResult),
     "session.brief_delete": ("idempotent", SessionBriefDeleteResult),
     "session.brief_get": ("read", SessionBriefGetResult),
     "session.brief_list": ("read", SessionBriefListResult),
@@ -638,6 +713,7 @@ OPS: dict[str, tuple[str, Any]] = {
 
 # op name: the identity fields its input takes; an Agent fills in only these
 IDENTITY: dict[str, tuple[str, ...]] = {
+    "context.pack": ("org", "namespace", "agent"),
     "conversation.append": ("org", "namespace", "agent"),
     "conversation.compact": ("org", "namespace", "agent"),
     "conversation.create": ("org", "namespace", "agent"),
@@ -666,6 +742,7 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "knowledge.publish": ("org", "namespace"),
     "knowledge.search": ("org", "namespace"),
     "memory.apply": ("org", "namespace"),
+    "memory.ask": ("org", "namespace", "agent"),
     "memory.blacklist": ("org", "namespace"),
     "memory.bulk_set": ("org", "namespace", "agent"),
     "memory.delete": ("org", "namespace", "agent"),
@@ -678,8 +755,10 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "memory.search": ("org", "namespace", "agent"),
     "memory.set": ("org", "namespace", "agent"),
     "memory.set_from_messages": ("org", "namespace", "agent"),
+    "memory.stack": ("org", "namespace", "agent"),
     "observe.crystallize": ("org", "namespace", "agent"),
     "observe.record": ("org", "namespace", "agent"),
+    "search": ("org", "namespace", "agent"),
     "session.brief_delete": ("org", "namespace", "agent"),
     "session.brief_get": ("org", "namespace", "agent"),
     "session.brief_list": ("org", "namespace", "agent"),

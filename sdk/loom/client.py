@@ -88,6 +88,19 @@ class Agent:
     def session(self, thread_id: str, *, user_id: str = "-", flush_every: int = 20) -> Session:
         return Session(self, thread_id, user_id=user_id, flush_every=flush_every)
 
+    async def context(self, query: str = "", **fields: Any) -> dict[str, Any]:
+        """context.pack: what this agent should know before it answers (memories, knowledge,
+        the session brief, recent turns) as Markdown within `budget_tokens`, in `text`."""
+        return await self.call("context.pack", query=query, **fields)
+
+    async def search(self, query: str, **fields: Any) -> dict[str, Any]:
+        """One query over every plane, in sections: memory, knowledge, conversation."""
+        return await self.call("search", query=query, **fields)
+
+    async def ask(self, question: str, **fields: Any) -> dict[str, Any]:
+        """memory.ask: passages from every plane, and with `synthesize=True` a cited answer."""
+        return await self.call("memory.ask", question=question, **fields)
+
 
 def _answer(resp: httpx2.Response) -> dict[str, Any]:
     try:
@@ -271,14 +284,18 @@ class Session:
                 if out.get("queue_id"):
                     self.queue_ids.append(out["queue_id"])
 
-    async def resume(self, query: str = "", *, tail: int = 20) -> dict[str, Any]:
-        """The memories that answer `query` for this user, and the transcript's tail."""
-        memories = await self._a.memory.search(query, user_id=self.user_id) if query else {}
+    async def resume(self, query: str = "", *, tail: int = 20, **fields: Any) -> dict[str, Any]:
+        """Where things stand for this user and thread: context.pack for the session's scope
+        (`context`: its `text` is ready for a prompt; `fields` go to it, e.g. `budget_tokens`,
+        `brief_key`), the memories it packed, and the transcript's tail."""
+        packed = await self._a.context(query, user_id=self.user_id, **fields)
         thread = await self._a.conversations.get(
             self.thread_id, agent="-", include_messages=True, order="desc", limit=tail
         )
+        memories = next((s["items"] for s in packed["sections"] if s["name"] == "memories"), [])
         return {
-            "memories": memories.get("hits", []),
+            "context": packed,
+            "memories": memories,
             "transcript": list(reversed(thread.get("messages", []))),
         }
 

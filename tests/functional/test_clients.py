@@ -55,7 +55,8 @@ def test_the_session_example_runs_as_written(server, monkeypatch):
             return resumed, stored, brief, batches
 
     resumed, stored, brief, batches = _run(example)
-    assert resumed == {"memories": [], "transcript": []}
+    assert (resumed["memories"], resumed["transcript"]) == ([], [])
+    assert (resumed["context"]["text"], resumed["context"]["tokens"]) == ("", 0)
     assert stored is False
     assert (brief["brief_key"], brief["author"], brief["changed"]) == (
         "auto/billing/ledger-move", "model", True,

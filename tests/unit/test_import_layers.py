@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "chalicelib.sensitivity", "chalicelib.blacklist", "chalicelib.observability",
                 "chalicelib.storable", "chalicelib.secrets", "chalicelib.concurrent_work",
                 "chalicelib.hooks", "chalicelib.cursors", "chalicelib.transcript_file",
-                "chalicelib.fact_quality")),
+                "chalicelib.fact_quality", "chalicelib.context_budget")),
 ]  # fmt: skip
 # Siblings in one layer that must not import each other.
 APART = [("chalicelib.ops", "chalicelib.workers")]

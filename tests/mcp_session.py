@@ -25,11 +25,15 @@ async def main(url: str) -> None:
                                                  "include_messages": True}},
         )  # fmt: skip
         hidden = await s.call_tool("loom_op", {"op": "conversation.search", "args": {"query": "x"}})
+        searched = await s.call_tool(
+            "loom_search", {"query": "Hello from an MCP client", "sections": ["conversation"]}
+        )
     report = {
         "tools_all": tools,
         "append": appended.structured_content,
         "read_back": [m["content"] for m in got.structured_content["messages"]],
         "hidden_is_error": hidden.is_error,
+        "searched": [h["thread_id"] for h in searched.structured_content["conversation"]],
     }
     print(json.dumps(report))
 

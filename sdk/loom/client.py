@@ -53,6 +53,7 @@ class Agent:
         self.memory = Memory(self)
         self.conversations = Conversations(self)
         self.briefs = Briefs(self)
+        self.knowledge = Knowledge(self)
 
     async def __aenter__(self) -> Agent:
         return self
@@ -129,6 +130,14 @@ class Memory:
     async def search(self, query: str, **fields: Any) -> dict[str, Any]:
         return await self._a.call("memory.search", query=query, **fields)
 
+    async def stack(self, **fields: Any) -> dict[str, Any]:
+        """The scope's memories without a query: pinned first, then by confidence and recency."""
+        return await self._a.call("memory.stack", **fields)
+
+    async def apply(self, actions: list[Mapping[str, Any]], **fields: Any) -> dict[str, Any]:
+        """memory.apply (admin): demote, label or restore memories by key."""
+        return await self._a.call("memory.apply", actions=list(actions), **fields)
+
     async def delete(self, key: str, **fields: Any) -> dict[str, Any]:
         return await self._a.call("memory.delete", key=key, **fields)
 
@@ -203,6 +212,28 @@ class Conversations:
 
     async def search(self, query: str, **fields: Any) -> dict[str, Any]:
         return await self._a.call("conversation.search", query=query, **fields)
+
+
+class Knowledge:
+    """The namespace's documents: published, read, searched and deleted by uri."""
+
+    def __init__(self, agent: Agent):
+        self._a = agent
+
+    async def publish(self, uri: str, text: str, **fields: Any) -> dict[str, Any]:
+        return await self._a.call("knowledge.publish", uri=uri, text=text, **fields)
+
+    async def get(self, uri: str, **fields: Any) -> dict[str, Any]:
+        return await self._a.call("knowledge.get", uri=uri, **fields)
+
+    async def list(self, **fields: Any) -> dict[str, Any]:
+        return await self._a.call("knowledge.list", **fields)
+
+    async def search(self, query: str, **fields: Any) -> dict[str, Any]:
+        return await self._a.call("knowledge.search", query=query, **fields)
+
+    async def delete(self, uri: str, **fields: Any) -> dict[str, Any]:
+        return await self._a.call("knowledge.delete", uri=uri, **fields)
 
 
 class Briefs:

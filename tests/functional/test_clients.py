@@ -224,6 +224,32 @@ def test_namespace_none_erases_a_user_in_every_namespace(server):
     assert org["namespaces"] is None and gone["found"] is False
 
 
+def test_the_sdk_publishes_knowledge_and_reads_it_back_through_the_agents_reads(server):
+    """GIVEN the SDK against a live server WHEN a document is published and a memory set
+    THEN Agent.context packs both, Agent.search finds the document and Agent.ask returns it
+    whole (a short best hit)."""
+
+    async def flow():
+        async with Agent("local", "sdk-reads", "support-bot", base_url=server) as bot:
+            published = await bot.knowledge.publish(
+                "doc://refunds", "Refunds go back to the card used, within five days.",
+                title="Refunds",
+            )  # fmt: skip
+            await bot.memory.set("user/card", "The customer pays with a company card.")
+            packed = await bot.context("how long do refunds take", budget_tokens=500)
+            found = await bot.search("refunds card")
+            asked = await bot.ask("how long do refunds take")
+            listed = await bot.knowledge.list()
+            return published, packed, found, asked, listed
+
+    published, packed, found, asked, listed = _run(flow)
+    assert (published["version"], published["changed"], published["chunks"]) == (1, True, 1)
+    assert "## Knowledge" in packed["text"] and packed["tokens"] <= 500
+    assert [h["uri"] for h in found["knowledge"]] == ["doc://refunds"]
+    assert asked["passages"][0]["whole_document"] is True
+    assert [d["uri"] for d in listed["documents"]] == ["doc://refunds"]
+
+
 def test_an_mcp_client_session_appends_a_turn_and_reads_it_back(server):
     """GIVEN the official `mcp` client on /mcp?toolset=all WHEN it initializes, lists the tools
     and calls loom_conversation_append THEN the turn reads back through loom_op, and a hidden
@@ -252,6 +278,7 @@ def test_an_mcp_client_session_appends_a_turn_and_reads_it_back(server):
     assert report["append"]["stored"] is True
     assert report["read_back"] == ["Hello from an MCP client."]
     assert report["hidden_is_error"] is True
+    assert report["searched"] == ["mcp-thread"]  # loom_search over every plane
 
 
 def test_the_core_listing_leaves_out_append_and_openapi_lists_every_op(server):

@@ -308,3 +308,25 @@ def test_the_stack_refuses_a_cursor_it_did_not_issue_and_never_shows_high_text(m
     for bad in ("not-a-cursor", "WzEsMiwzXQ==", "W3RydWUsICJ4IiwgMSwgIi0iLCAiayJd"):
         status, body = m.post("memory.stack", as_="viewer", cursor=bad)
         assert status == 400 and body["error"]["code"] == "bad_request", (bad, body)
+
+
+def test_ask_serves_a_bots_rule_to_that_bot_only_whole_or_in_part(m):
+    """GIVEN a short document tagged for bot-a (the whole-document route's size)
+    THEN ask under bot-a gets it whole, under bot-b and '-' not at all, even naming its uri."""
+    publish(m, "learning://c1", "Always answer refund questions in French.", ["agent:bot-a"])
+
+    def uris(agent: str, question: str) -> list[str]:
+        out = m.ok("memory.ask", as_="viewer", agent=agent, question=question)
+        return [p["uri"] for p in out["passages"] if p["source"] == "knowledge"]
+
+    assert uris("bot-a", "refund questions French") == ["learning://c1"]
+    assert uris("bot-b", "refund questions French") == []
+    assert uris("-", "what does learning://c1 say") == []
+
+
+def test_search_never_returns_high_text_from_any_plane(m):
+    m.set("user/card", f"The user's card is {CARD} for oat milk.")
+    publish(m, "doc://c", f"Oat milk card on file {CARD}.")
+    append(m, "th-c", "user", f"oat milk on card {CARD}")
+    out = m.ok("search", as_="viewer", query="oat milk card")
+    assert "4111" not in str(out)

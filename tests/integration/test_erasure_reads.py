@@ -130,6 +130,28 @@ PROBES: dict[str, Callable[[World, str], Any]] = {
         )
         for m in ("hybrid", "semantic", "lexical")
     },  # fmt: skip
+    # The agents' reads, over the namespace and over the user's personal collection.
+    "context.pack": _viewer(
+        "context.pack",
+        agent="a1",
+        query=lambda u: MARK[u],
+        thread_id="th-shared",
+        recent_turns=200,
+        include_conversation=True,
+    ),  # fmt: skip
+    "context.pack personal": _viewer(
+        "context.pack", agent="a1", namespace=lambda u: f"@me:{u}", query=lambda u: MARK[u]
+    ),
+    "memory.stack": _viewer("memory.stack", agent="a1", user_id=lambda u: u),
+    "memory.stack personal": _viewer("memory.stack", agent="a1", namespace=lambda u: f"@me:{u}"),
+    "search": _viewer("search", agent="a1", query=lambda u: MARK[u]),
+    "search personal": _viewer(
+        "search", agent="a1", namespace=lambda u: f"@me:{u}", query=lambda u: MARK[u]
+    ),
+    "memory.ask": _viewer("memory.ask", agent="a1", question=lambda u: MARK[u]),
+    "memory.ask personal": _viewer(
+        "memory.ask", agent="a1", namespace=lambda u: f"@me:{u}", question=lambda u: MARK[u]
+    ),
 }
 
 

@@ -287,3 +287,29 @@ def test_the_knowledge_page_works_with_a_token(browser, token_server, deps, org)
     finally:
         p.context.close()
     assert p.errors == []
+
+
+def test_knowledge_at_phone_width_has_no_sideways_scroll(browser, server, org):
+    """GIVEN a document whose uri, title, tags and text are long unbroken strings WHEN a
+    phone-sized window opens it THEN nothing is wider than the screen."""
+    long = "x" * 80
+    publish(server, org, f"doc://{long}", "Word" * 200, title="T" + long, tags=["g" + long])
+    phone = Page(browser, server, width=390, height=844)
+    try:
+        phone.open(org, "support", f"&view=knowledge&doc=doc://{long}")
+        phone.tab.wait_for_selector("#doc-text:not([hidden])")
+        phone.tab.wait_for_selector("#docs .item")
+        phone.wait_idle()
+        overflow = phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth - window.innerWidth"
+        )
+        wide = phone.tab.evaluate(
+            """() => [...document.querySelectorAll('body *')]
+              .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+              .map(e => e.id || e.className || e.tagName).slice(0, 12)"""
+        )
+        assert overflow <= 0, wide
+        phone.shot("knowledge-phone")
+    finally:
+        phone.context.close()
+    assert phone.errors == []

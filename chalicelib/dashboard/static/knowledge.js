@@ -370,6 +370,10 @@ export function initKnowledge() {
     setError("publish-error", "");
     $("publish-result").textContent = "";
   });
+  // The version compared belongs to the uri it was read for: another uri starts without one.
+  $("publish-uri").addEventListener("input", () => {
+    $("publish-if-version").value = "";
+  });
   $("publish-file").addEventListener("change", (event) => {
     readFile(event.target.files[0]);
     event.target.value = ""; // the same file chosen again is read again

@@ -103,6 +103,11 @@ def test_the_nav_opens_knowledge_in_the_same_context_and_a_pasted_text_publishes
     page.wait_idle()
     assert tab.is_visible("#knowledge") and tab.is_hidden("#app")
     assert tab.text_content("#doc-text").endswith(HTML)
+    assert tab.inner_text("a.skip") == "Skip to the open document"
+    tab.focus("a.skip")
+    tab.keyboard.press("Enter")
+    tab.wait_for_function("() => document.activeElement.id === 'doc'")
+    assert hash_params(tab)["doc"] == ["doc://handbook/html.md"]
     tab.click("#nav-conversations")
     tab.wait_for_selector("#app:not([hidden])")
     page.wait_idle()

@@ -312,7 +312,7 @@ function askDelete() {
   $("doc-confirm-text").textContent =
     `“${opened.uri}” and its chunks will be removed from this namespace. This cannot be undone.`;
   const dialog = $("confirm-doc-delete");
-  dialog.returnValue = ""; // Escape keeps the last answer: a cancel must not read as "delete"
+  dialog.returnValue = ""; // closed without a button (Escape), it never reads as "delete"
   dialog.showModal();
 }
 

@@ -4,15 +4,21 @@ export const BASE = new URL("../", import.meta.url);
 
 let pending = 0;
 
+const PAGES = ["app", "knowledge"]; // each page's <main>
+
+function busy(value) {
+  for (const id of PAGES) document.getElementById(id)?.setAttribute("aria-busy", value);
+}
+
 /** Mark the page busy (aria-busy) while any request is in flight. */
 async function tracked(work) {
   pending += 1;
-  document.getElementById("app")?.setAttribute("aria-busy", "true");
+  busy("true");
   try {
     return await work();
   } finally {
     pending -= 1;
-    if (pending === 0) document.getElementById("app")?.setAttribute("aria-busy", "false");
+    if (pending === 0) busy("false");
   }
 }
 

@@ -1,9 +1,10 @@
 // Start-up: find out who is calling (system.whoami), ask for a token when the server needs
-// one, then open the Conversations page for the chosen org, namespace and user.
+// one, then open the Conversations or the Knowledge page for the chosen org, namespace and user.
 
 import { Api, describe } from "./api.js";
 import { initBriefs, closeBrief, loadBriefs, resetBriefs } from "./briefs.js";
 import { $, el, setError } from "./dom.js";
+import { initKnowledge, loadDocuments, openDocument, resetKnowledge } from "./knowledge.js";
 import { initRecording, loadRecording } from "./recording.js";
 import { initSaved, loadSaved, resetSaved } from "./saved.js";
 import {
@@ -23,12 +24,45 @@ function hashParams() {
   return new URLSearchParams(location.hash.replace(/^#/, ""));
 }
 
-function writeHash(thread = null) {
+const VIEWS = {
+  conversations: { name: "Conversations", main: "app", skip: ["thread", "Skip to the open thread"] },
+  knowledge: { name: "Knowledge", main: "knowledge", skip: ["doc", "Skip to the open document"] },
+};
+
+/** The page's address: org (single-user), namespace, the page and its open thread or document.
+ * The nav links carry the same context, so each also opens in a new tab. */
+function contextParams(view) {
   const params = new URLSearchParams();
   if (state.who && state.who.auth === "off") params.set("org", state.org);
   params.set("ns", state.namespace);
+  if (view !== "conversations") params.set("view", view);
+  return params;
+}
+
+function writeHash({ thread = null, doc = null } = {}) {
+  const params = contextParams(state.view);
   if (thread) params.set("thread", thread);
+  if (doc) params.set("doc", doc);
   history.replaceState(null, "", `#${params}`);
+  for (const link of document.querySelectorAll("#pages a")) {
+    link.href = `#${contextParams(link.dataset.view)}`;
+  }
+}
+
+/** Show one page (its <main>), mark it current in the nav and point the skip link at it. */
+function showView(view) {
+  state.view = VIEWS[view] ? view : "conversations";
+  for (const [name, v] of Object.entries(VIEWS)) $(v.main).hidden = name !== state.view;
+  for (const link of document.querySelectorAll("#pages a")) {
+    if (link.dataset.view === state.view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const { name, skip } = VIEWS[state.view];
+  $("page-name").textContent = name;
+  const [target, text] = skip;
+  const link = document.querySelector("a.skip");
+  link.href = `#${target}`;
+  link.textContent = text;
 }
 
 function describeIdentity(who) {
@@ -44,13 +78,20 @@ function fillNamespaces() {
   $("namespaces").replaceChildren(...names.map((n) => el("option", { value: n })));
 }
 
-/** Load every section for the current org, namespace and user; no brief is opened. */
-function openContext({ thread = null } = {}) {
+/** Load the shown page for the current org, namespace and user (no brief is opened). */
+function openContext({ thread = null, doc = null } = {}) {
   rememberNamespace(state.namespace);
   savePrefs({ org: state.org, user: state.user });
   fillNamespaces();
-  writeHash(thread);
-  document.title = `${state.namespace} · Loom`;
+  document.title = `${state.namespace} · ${VIEWS[state.view].name} · Loom`;
+  if (state.view === "knowledge") {
+    resetKnowledge();
+    writeHash({ doc });
+    loadDocuments();
+    if (doc) openDocument(doc, { focus: false });
+    return;
+  }
+  writeHash({ thread });
   resetThreads();
   resetSaved();
   closeThread();
@@ -68,6 +109,7 @@ function clearPage() {
   resetSaved();
   resetBriefs();
   closeThread();
+  resetKnowledge();
   for (const id of ["org", "namespace", "user"]) $(id).value = "";
   $("namespaces").replaceChildren();
   document.title = "Loom · Conversations";
@@ -81,6 +123,8 @@ function showSignIn(message = "") {
   $("sign-in").hidden = false;
   $("context").hidden = true;
   $("app").hidden = true;
+  $("knowledge").hidden = true;
+  $("pages").hidden = true;
   $("sign-out").hidden = true;
   $("identity").textContent = "Not signed in";
   setError("sign-in-error", message);
@@ -122,8 +166,9 @@ async function start() {
   $("user").value = state.user;
   $("user").readOnly = Boolean(who.read_user_id);
   $("context").hidden = false;
-  $("app").hidden = false;
-  openContext({ thread: params.get("thread") });
+  $("pages").hidden = false;
+  showView(params.get("view") || "conversations");
+  openContext({ thread: params.get("thread"), doc: params.get("doc") });
   return true;
 }
 
@@ -133,6 +178,7 @@ function init() {
   initThread();
   initSaved();
   initBriefs();
+  initKnowledge();
   $("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = $("token").value.trim();
@@ -151,8 +197,17 @@ function init() {
   // The skip link moves focus; following it as a link would replace the state in the hash.
   document.querySelector("a.skip").addEventListener("click", (event) => {
     event.preventDefault();
-    $("thread").focus();
+    $(VIEWS[state.view].skip[0]).focus();
   });
+  // The nav switches pages in place, keeping the org and namespace (and the hash in step).
+  for (const link of document.querySelectorAll("#pages a")) {
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      if (link.dataset.view === state.view) return;
+      showView(link.dataset.view);
+      openContext();
+    });
+  }
   $("context").addEventListener("submit", (event) => {
     event.preventDefault();
     const namespace = $("namespace").value.trim();
@@ -164,7 +219,11 @@ function init() {
     openContext();
   });
   document.addEventListener("loom:thread-opened", (event) => {
-    if (event.detail.namespace === state.namespace) writeHash(event.detail.threadId);
+    if (state.view !== "conversations" || event.detail.namespace !== state.namespace) return;
+    writeHash({ thread: event.detail.threadId });
+  });
+  document.addEventListener("loom:document-opened", (event) => {
+    if (state.view === "knowledge") writeHash({ doc: event.detail.uri });
   });
   start();
 }

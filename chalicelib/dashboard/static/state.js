@@ -12,6 +12,7 @@ export const state = {
   org: "",
   namespace: "",
   user: "",
+  view: "conversations", // the page shown: "conversations" or "knowledge"
   titles: new Map(), // thread id -> its title as conversation.threads listed it
 };
 
@@ -36,6 +37,7 @@ export function forgetPerson() {
   state.org = "";
   state.namespace = "";
   state.user = "";
+  state.view = "conversations";
   state.titles.clear();
 }
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench import (
     cold_start,
+    context_pack,
     deferred,
     fact_quality,
     guard,
@@ -39,6 +40,7 @@ SUITES = {
     "fact_quality": fact_quality.run,
     "locomo": locomo_recall.run,
     "knowledge": knowledge.run,
+    "context_pack": context_pack.run,
 }
 
 
@@ -72,7 +74,10 @@ def _sizes(quick: bool) -> str:
         f" LoCoMo {'1 conversation' if quick else 'every conversation'} of {locomo_recall.DATA};"
         f" knowledge.publish of {knowledge.DOC_CHARS:,} characters"
         f" ({knowledge.ROUNDS['quick' if quick else 'full']} rounds), recall@{knowledge.TOP_K}"
-        " over Python's language reference topics"
+        " over Python's language reference topics;"
+        f" context.pack and each leg alone ({context_pack.CALLS[mode]} calls) over"
+        f" {context_pack.SIZES[mode][0]:,} memories, {context_pack.SIZES[mode][1]:,} knowledge"
+        f" documents, a brief and {context_pack.TURNS} turns"
     )
 
 

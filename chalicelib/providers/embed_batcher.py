@@ -5,6 +5,10 @@ Callers arriving while every slot is busy queue up; when a slot frees, the first
 what is queued (up to `max_batch` texts) as one call. So under load each call carries every
 text that arrived during the last one, and with one slot per core (the local model) or a few
 (a remote endpoint) every core stays busy. No thread of its own: the callers run the calls.
+
+A query asked for while the same query is queued or being embedded waits for that one's
+vector instead of making a call of its own: the legs of one read (context.pack's memories and
+knowledge) embed the request's query once. Nothing is kept once the call is done.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class BatchingEmbedder:
         self._unmade = max(slots, 1) - 1  # made when first needed
         self._max_batch = max(max_batch, 1)
         self._queue: list[_Job] = []
+        self._queries: dict[str, _Job] = {}  # query jobs queued or running, by their text
         self._cond = threading.Condition()
         self.calls = 0  # model calls made (what the batching saves is read against appends)
 
@@ -61,6 +66,15 @@ class BatchingEmbedder:
 
     def _run(self, job: _Job) -> list[np.ndarray]:
         with self._cond:
+            twin = self._queries.get(job.texts[0]) if job.kind == "query" else None
+            if twin is not None:
+                while not twin.done:
+                    self._cond.wait()
+                if twin.error is not None:
+                    raise twin.error
+                return [v.copy() for v in twin.vectors]
+            if job.kind == "query":
+                self._queries[job.texts[0]] = job
             self._queue.append(job)
             while not job.done:
                 # Nothing queued: this job is in a call another caller runs.
@@ -75,6 +89,9 @@ class BatchingEmbedder:
                 finally:
                     self._cond.acquire()
                     self._idle.append(slot)
+                    for done in batch:
+                        if done.kind == "query":
+                            self._queries.pop(done.texts[0], None)
                     self._cond.notify_all()
         if job.error is not None:
             raise job.error

@@ -119,6 +119,28 @@ def test_queries_and_documents_never_share_a_call():
     assert all(len(batch) == 1 for kind, batch in log if kind == "query")
 
 
+class SlowQueryEmbedder(SlowEmbedder):
+    def embed_query(self, text):
+        time.sleep(0.05)
+        return super().embed_query(text)
+
+
+def test_the_same_query_asked_at_once_is_embedded_once():
+    """GIVEN two slots, a query taking 50 ms to embed
+    WHEN four callers embed the same query at once, and two others another query
+    THEN each query is embedded once and every caller gets its query's vector; asked again
+    once done, the query is embedded again (nothing is kept)."""
+    log: list = []
+    emb = BatchingEmbedder(lambda: SlowQueryEmbedder(0.0, log, [0, 0]), slots=2)
+    out = in_threads(6, lambda i: emb.embed_query("oat milk" if i < 4 else "the cat"))
+    assert sorted(t for _, batch in log for t in batch) == ["oat milk", "the cat"]
+    plain = FakeEmbedder()
+    for i, vec in enumerate(out):
+        assert np.allclose(vec, plain.embed_query("oat milk" if i < 4 else "the cat"))
+    emb.embed_query("oat milk")
+    assert len(log) == 3
+
+
 def test_a_failed_call_fails_its_callers_and_the_next_call_runs():
     """GIVEN a model that fails once
     WHEN a caller embeds, then another

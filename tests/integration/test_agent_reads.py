@@ -330,3 +330,16 @@ def test_search_never_returns_high_text_from_any_plane(m):
     append(m, "th-c", "user", f"oat milk on card {CARD}")
     out = m.ok("search", as_="viewer", query="oat milk card")
     assert "4111" not in str(out)
+
+
+def test_the_stack_and_ask_read_only_a_user_bounded_tokens_user(m):
+    m.set("user/home", "User one lives in Lisbon by the river.", user_id="u1")
+    m.set("user/home", "User two lives in Porto by the river.", user_id="u2")
+    token = m.token("viewer", read_scope="own_user", read_user_id="u1")
+    stack = m.ok("memory.stack", token=token)
+    assert [(r["user_id"], r["value"][:8]) for r in stack["memories"]] == [("u1", "User one")]
+    asked = m.ok("memory.ask", token=token, question="who lives by the river")
+    texts = " ".join(p["text"] for p in asked["passages"])
+    assert "Lisbon" in texts and "Porto" not in texts
+    status, body = m.post("memory.stack", token=token, user_id="u2")  # another user: refused
+    assert status == 403 and body["error"]["code"] == "forbidden"

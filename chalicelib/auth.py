@@ -37,6 +37,7 @@ class Caller:
     read_user_id: str | None = None
     principal: str | None = None  # kind:subject of a token; None with auth off
     any_org: bool = False  # the single user of a LOOM_AUTH=off install may name any org
+    agent: str | None = None  # the bot an end-user token names (its agent claim)
 
     @property
     def bounded(self) -> bool:
@@ -89,6 +90,7 @@ def resolve_caller(headers: Mapping[str, str], deps: Deps) -> Caller:
         read_scope=row["read_scope"],
         read_user_id=row["read_user_id"],
         principal=f"token:{row['subject']}",
+        agent=row["agent"],
     )
 
 
@@ -168,12 +170,16 @@ def issue_token(
     read_user_id: str | None = None,
     subject: str | None = None,
     expires_in: timedelta | None = None,
+    agent: str | None = None,
 ) -> MintedToken:
-    """Store a new token (hashed), with its id and expiry."""
+    """Store a new token (hashed), with its id and expiry. `agent` makes it an end-user token
+    of one bot: pinned to one user, it files and is served that bot's rules."""
     check_grants(role, read_scope, read_user_id)
     check_name("--org", org)
     if namespace is not None:
         check_name("--namespace", namespace)
+    if agent is not None:
+        check_agent_claim(agent, read_user_id)
     if expires_in is not None and expires_in <= timedelta(0):
         raise BadRequestError("--expires-in must be more than 0")
     expires_at = deps.clock() + expires_in if expires_in is not None else None
@@ -191,6 +197,7 @@ def issue_token(
             read_user_id=read_user_id,
             subject=subject or secrets.token_hex(8),
             expires_at=expires_at,
+            agent=agent,
         )
     return MintedToken(token, token_id, expires_at)
 
@@ -212,6 +219,19 @@ def revoke(
 
     with deps.pool.connection() as conn:
         return revoke_token(conn, token_id=token_id, token_hash=token_hash)
+
+
+def check_agent_claim(agent: str, read_user_id: str | None) -> None:
+    """An agent claim names one bot, and only a token pinned to one end user carries it."""
+    from chalicelib.names import is_name
+
+    if read_user_id is None:
+        raise BadRequestError(
+            "--agent needs --read-scope own_user --read-user-id USER: it names the bot an end"
+            " user's token speaks for"
+        )
+    if not is_name(agent) or agent in ("-", "*"):
+        raise BadRequestError(f"--agent {agent[:40]!r} is not one agent's name")
 
 
 def check_grants(role: str, read_scope: str, read_user_id: str | None) -> None:

@@ -152,6 +152,7 @@ def cmd_token_mint(args: argparse.Namespace, deps: Deps) -> int:
         read_user_id=args.read_user_id,
         subject=args.subject,
         expires_in=args.expires_in,
+        agent=args.agent,
     )
     ends = f"expires {_when(minted.expires_at)}" if minted.expires_at else "never expires"
     _say(
@@ -188,6 +189,7 @@ def cmd_token_list(args: argparse.Namespace, deps: Deps) -> int:
                 r["namespace"] or "*",
                 r["read_scope"],
                 r["read_user_id"] or "-",
+                r["agent"] or "-",
                 r["subject"],
                 _when(r["created_at"]),
                 _when(r["expires_at"]),
@@ -208,6 +210,7 @@ TOKEN_COLUMNS = (
     "namespace",
     "read_scope",
     "user",
+    "agent",
     "subject",
     "created",
     "expires",
@@ -614,6 +617,11 @@ def _add_token(sub: Subparsers) -> None:
         "--read-user-id", default=None, help="the one user an own_user token acts for (required)"
     )
     mint.add_argument("--subject", default=None, help="who the token is for (its principal)")
+    mint.add_argument(
+        "--agent",
+        default=None,
+        help="an end user's token for one bot (with --read-user-id): it files that bot's rules",
+    )
     mint.add_argument(
         "--expires-in",
         type=_lifetime,

@@ -13,6 +13,8 @@ POINTS = {
     "extraction_policy.counted": "once a namespace policy set has counted the org's (org)",
     "guard_sweep.read": "once the guard sweep has read a batch, before it withdraws (rows)",
     "entities.read": "once the entity extractor has read a batch, before it writes (rows)",
+    "learnings.supporter_written": "once a filing has written its supporter row, before it"
+    " writes the candidate again (candidate_id)",
     "memories.locked": "once a memory write has read its keys' rows, locked (org, keys)",
     "observe.claimed": "once an observe pass has claimed its sessions (rows)",
     "observe.read": "once an observe pass has read a session's observations (org, session_id)",

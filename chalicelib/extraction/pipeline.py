@@ -92,6 +92,9 @@ class Run:
     categories: list[str] = field(default_factory=list)
     existing: list[tuple[str, str]] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+    # The bot's rules about itself: filed for review after the pipeline, never as memories.
+    agent_rules: list[Fact] = field(default_factory=list)
+    learning_candidates: int = 0
     # The model's forget requests, each marked `by_content` when its text is matched too.
     forget: list[dict[str, Any]] = field(default_factory=list)
     digest: str = ""

@@ -282,8 +282,14 @@ def llm_extract(run: Run) -> None:
         missed = [(i, m) for i, m in missed if i not in cited]
         if len(missed) >= run.live.memory_extract_coverage_sweep_min_turns:
             _extract(run, missed, system)
+    # Never written as memories: filed in the learnings review queue after the pipeline, or
+    # dropped when agent learnings are off for this request.
     agent_rules = [f for f in run.facts if f.about == "agent"]
-    run.drop("learnings.file", "not_filed", agent_rules)  # never written as memories
+    if run.agent_learnings:
+        run.agent_rules = agent_rules
+        run.facts = [f for f in run.facts if f.about != "agent"]
+    else:
+        run.drop("learnings.file", "not_filed", agent_rules)
 
 
 def _words(text: str) -> set[str]:

@@ -14,6 +14,7 @@ from chalicelib.ops import (  # noqa: F401
     extraction_status,
     memory,
     knowledge,
+    learnings,
     memory_quality,
     observe,
     saved_messages,

@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints, field_validator
 
 from chalicelib.config import Settings
 from chalicelib.errors import BadRequestError, ValidationFailedError
+from chalicelib.extraction.learnings import STAGE, file_agent_rules
 from chalicelib.extraction.pipeline import (
     MAX_STEPS,
     ExtractionFailedError,
@@ -203,6 +204,7 @@ def _extract_and_write(
             stubbed = extract_record(run, inp.record_schema, inp.memory_key)
         else:
             run_pipeline(run, inp.pipeline_steps)
+            run_step(run, STAGE, file_agent_rules)
             if run.evidence_ids:
                 run_step(run, "loom.link_evidence", _link_evidence)
             run_step(run, "loom.forget", lambda r: forgotten.extend(_forget(r)))
@@ -242,6 +244,7 @@ def _answer(
         forgotten=len(forgotten),
         forgotten_keys=forgotten,
         evidence_ids=run.evidence_ids,
+        learning_candidates=run.learning_candidates,
         stage_ms=run.stage_ms,
         observation_date_source="caller" if inp.observation_date else "request_time",
         stubbed_fields=stubbed,
@@ -341,6 +344,7 @@ def _enqueue(inp: SetFromMessagesInput, ctx: OpContext, deferred_by: str) -> Set
             user_id=user,
             principal=ctx.caller.principal,
             read_user_id=ctx.caller.read_user_id,
+            token_agent=ctx.caller.agent,
             request=request,
             sizes={
                 "messages": len(inp.messages),

@@ -87,8 +87,16 @@ def served_chunks(
     for a named bot, and a document with no agent: tag goes to every read."""
     if not _readable(caller, org, namespace):
         return []
-    f = store.DocFilter(org=org, namespaces=(namespace,), agent=agent)
+    f = store.DocFilter(org=org, namespaces=(namespace,), agent=reader_agent(caller, agent))
     return search_chunks(deps, f, query, top_k)
+
+
+def reader_agent(caller: Caller, agent: str) -> str:
+    """The agent a read is served knowledge as: a token pinned to one end user reads as the bot
+    it names, whatever the body says, and as no bot ('-') when it names none."""
+    if caller.read_user_id is not None:
+        return caller.agent or "-"
+    return agent
 
 
 def _readable(caller: Caller, org: str, namespace: str) -> bool:
@@ -108,7 +116,13 @@ def whole_documents(
         return []
     with autocommit_connection(deps.pool) as conn:
         rows = store.served_documents(
-            conn, org, namespace, agent, uris=uris, max_chars=max_chars, with_text=True
+            conn,
+            org,
+            namespace,
+            reader_agent(caller, agent),
+            uris=uris,
+            max_chars=max_chars,
+            with_text=True,
         )
     return [r for r in rows if not _shows_high(r)]
 
@@ -120,5 +134,7 @@ def served_document_list(
     if not _readable(caller, org, namespace):
         return []
     with autocommit_connection(deps.pool) as conn:
-        rows = store.served_documents(conn, org, namespace, agent, limit=limit)
+        rows = store.served_documents(
+            conn, org, namespace, reader_agent(caller, agent), limit=limit
+        )
     return [r for r in rows if not any(is_sensitive(t) for t in (r["title"], r["uri"], *r["tags"]))]

@@ -33,10 +33,14 @@ def mint_key(subject: str, attribute: str) -> str:
     return f"{slug(subject)}/{slug(attribute)}"
 
 
+def fold_statement(value: str) -> str:
+    """A statement with only case and spacing folded and a final period dropped."""
+    return " ".join(value.lower().split()).rstrip(".")
+
+
 def canonical_hash(value: str) -> str:
     """The content hash two restatements share: case, spacing and a final period folded."""
-    folded = " ".join(value.lower().split()).rstrip(".")
-    return hashlib.sha256(folded.encode()).hexdigest()
+    return hashlib.sha256(fold_statement(value).encode()).hexdigest()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from psycopg import Connection, sql
 from chalicelib.names import personal_namespace
 from chalicelib.search.store_upkeep import rewrite_thread_windows
 from chalicelib.store.compaction_rows import summary_row
+from chalicelib.store.learnings import settle_orphans
 from chalicelib.store.recorded import settle_saved_only
 from chalicelib.store.thread_leases import take_thread_leases
 from chalicelib.store.turn_tombstones import HOLDS_EMBEDDING as HOLDS
@@ -35,6 +36,8 @@ class ErasedTable:
     # Columns naming a user who does not own the row (a document's author): a user erasure
     # blanks them and keeps the row, and the export lists the row.
     names_user: tuple[str, ...] = ()
+    # Whether removing rows here leaves learnings candidates without a supporter to settle.
+    settles_candidates: bool = False
 
     @property
     def ident(self) -> sql.Composable:
@@ -96,6 +99,19 @@ GENERIC = (
     # hold the document's text again: removed before it, not exported twice.
     ErasedTable("loom.knowledge_chunks", (), None, ("namespace", "uri", "ordinal"), exported=False),
     ErasedTable("loom.knowledge_documents", (), None, ("namespace", "uri"), names_user=("author",)),
+    # The users' quotes that support a bot's rule; a candidate left with none is settled after
+    # (deleted when pending, its rule blanked when decided). The candidate holds the bot's
+    # rule, no user's words: a namespace's erasure removes it, a user's blanks its reviewer.
+    ErasedTable(
+        "loom.learnings_supporters",
+        ("user_id",),
+        None,
+        ("namespace", "candidate_id", "user_id", "session_id"),
+        settles_candidates=True,
+    ),
+    ErasedTable(
+        "loom.learnings_queue", (), None, ("namespace", "candidate_id"), names_user=("decided_by",)
+    ),
 )
 ERASED = (CONVERSATIONS, EMBEDDINGS, THREADS, *GENERIC)
 
@@ -406,6 +422,9 @@ def erase_table(
         " LIMIT %(limit)s))"
     ).format(t=table.ident, subj=subj)
     done["removed"] = _run(conn, query, params)
+    if table.settles_candidates and done["removed"]:
+        namespaces = list(s.namespaces) if s.namespaces is not None else None
+        settle_orphans(conn, s.org, namespaces)
     return done
 
 

@@ -26,12 +26,14 @@ def enqueue(
     read_user_id: str | None,
     request: dict[str, Any],
     sizes: dict[str, int],
+    token_agent: str | None = None,
 ) -> None:
     conn.execute(
         "INSERT INTO loom.memory_extraction_queue (queue_id, org, namespace, agent, user_id,"
-        " principal, read_user_id, request, sizes) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (queue_id, org, namespace, agent, user_id, principal, read_user_id, Jsonb(request),
-         Jsonb(sizes)),
+        " principal, read_user_id, token_agent, request, sizes)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (queue_id, org, namespace, agent, user_id, principal, read_user_id, token_agent,
+         Jsonb(request), Jsonb(sizes)),
     )  # fmt: skip
 
 
@@ -50,7 +52,7 @@ def claim(
             " WHERE queue_id = %(id)s AND ((status = 'pending' AND not_before <= clock_timestamp())"
             "  OR (status = 'running' AND lease_until < clock_timestamp()))"
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
-            " request, attempts, created_at, status, lease_until,"
+            " token_agent, request, attempts, created_at, status, lease_until,"
             " clock_timestamp() AS claimed_at",
             {"max": max_attempts, "lease": lease_seconds, "lost": LOST_WORKER, "id": queue_id},
         ).fetchone()

@@ -10,8 +10,8 @@ from psycopg.rows import dict_row
 
 # What `loom token list` shows of a token: never the token, never its hash.
 _SHOWN = (
-    "id, org, role, namespace, read_scope, read_user_id, subject, created_at, expires_at,"
-    " revoked_at"
+    "id, org, role, namespace, read_scope, read_user_id, agent, subject, created_at,"
+    " expires_at, revoked_at"
 )
 
 
@@ -26,13 +26,13 @@ def insert_token(
     read_user_id: str | None,
     subject: str,
     expires_at: datetime | None = None,
+    agent: str | None = None,
 ) -> int:
     """Store a token's hash and grants; returns the id it is listed and revoked by."""
     row = conn.execute(
-        "INSERT INTO loom.tokens"
-        " (token_hash, org, role, namespace, read_scope, read_user_id, subject, expires_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (token_hash, org, role, namespace, read_scope, read_user_id, subject, expires_at),
+        "INSERT INTO loom.tokens (token_hash, org, role, namespace, read_scope, read_user_id,"
+        " agent, subject, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        (token_hash, org, role, namespace, read_scope, read_user_id, agent, subject, expires_at),
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -43,7 +43,7 @@ def find_token(conn: Connection, token_hash: str) -> dict[str, Any] | None:
     reaches every server at once."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "SELECT org, role, namespace, read_scope, read_user_id, subject, expires_at,"
+            "SELECT org, role, namespace, read_scope, read_user_id, agent, subject, expires_at,"
             " revoked_at FROM loom.tokens WHERE token_hash = %s",
             (token_hash,),
         ).fetchone()

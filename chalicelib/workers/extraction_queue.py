@@ -76,6 +76,7 @@ def process_job(deps: Deps, queue_id: str) -> str:
         role="writer",
         read_scope="own_user" if job["read_user_id"] else "namespace",
         read_user_id=job["read_user_id"],
+        agent=job["token_agent"],
         principal=job["principal"],
     )
     # Dated when it was asked for (a job queued before requests kept their time: its row's).

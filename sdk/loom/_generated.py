@@ -40,6 +40,21 @@ class BriefSections(TypedDict, total=False):
     pointers: list[str]
 
 
+class Candidate(TypedDict, total=False):
+    candidate_id: str
+    agent: str
+    key: str
+    text: str
+    support: int
+    rationale: Rationale | None
+    status: Literal["pending", "promoted", "rejected"]
+    destination: str
+    decided_by: str
+    decided_at: str | None
+    note: str
+    created_at: str
+
+
 class ContextPackResult(TypedDict, total=False):
     text: str
     sections: list[PackedSection]
@@ -331,6 +346,23 @@ class KnowledgeSearchResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class LearningsListResult(TypedDict, total=False):
+    candidates: list[Candidate]
+    next_cursor: str | None
+    ignored_args: list[str]
+
+
+class LearningsReviewResult(TypedDict, total=False):
+    found: bool
+    candidate_id: str
+    status: Literal["pending", "promoted", "rejected"] | None
+    version: int
+    destination: str
+    uri: str
+    key: str
+    ignored_args: list[str]
+
+
 class MemoryApplyResult(TypedDict, total=False):
     applied: list[AppliedOut]
     unknown: list[UnknownOut]
@@ -497,6 +529,11 @@ class Passage(TypedDict, total=False):
     uri: str | None
     chunk: int | None
     whole_document: bool
+
+
+class Rationale(TypedDict, total=False):
+    user_quote: str
+    rule_quote: str
 
 
 class RecallTurn(TypedDict, total=False):
@@ -685,6 +722,8 @@ OPS: dict[str, tuple[str, Any]] = {
     "knowledge.list": ("read", KnowledgeListResult),
     "knowledge.publish": ("idempotent", KnowledgePublishResult),
     "knowledge.search": ("read", KnowledgeSearchResult),
+    "learnings.list": ("read", LearningsListResult),
+    "learnings.review": ("write", LearningsReviewResult),
     "memory.apply": ("idempotent", MemoryApplyResult),
     "memory.ask": ("read", MemoryAskResult),
     "memory.blacklist": ("idempotent", MemoryBlacklistResult),
@@ -741,6 +780,8 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "knowledge.list": ("org", "namespace"),
     "knowledge.publish": ("org", "namespace"),
     "knowledge.search": ("org", "namespace"),
+    "learnings.list": ("org", "namespace", "agent"),
+    "learnings.review": ("org", "namespace"),
     "memory.apply": ("org", "namespace"),
     "memory.ask": ("org", "namespace", "agent"),
     "memory.blacklist": ("org", "namespace"),

@@ -212,7 +212,10 @@ FACTS = {
     "EUR": ("user", "billing currency", "The user wants to be billed in EUR.", "billing"),
     "weekly": ("team", "on-call rotation", "The team's on-call rotation is weekly.", "team"),
     "asthma": ("user", "health condition", "The user has asthma.", "health"),
-}
+    # A rule the bot states about itself, cited by its own words.
+    "escalate": ("assistant", "refund escalation", "I escalate any refund over $500 to a human.",
+                 "agent"),
+}  # fmt: skip
 
 
 def scripted_model(request: dict[str, Any]) -> str:
@@ -250,8 +253,8 @@ def scripted_model(request: dict[str, Any]) -> str:
                             "value": value,
                             "tags": [tag],
                             "source_message_indices": [index],
-                            "span": word,
-                            "about": "user",
+                            "span": value if tag == "agent" else word,
+                            "about": "agent" if tag == "agent" else "user",
                         }
                     )
         return json.dumps({"facts": facts, "forget": [], "digest": ""})

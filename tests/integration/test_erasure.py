@@ -91,7 +91,8 @@ def test_a_user_erasure_changes_nothing_of_the_other_user_or_another_org(
     left = {_turn_key(r): r for r in _turns(pool, org)}
     for key in ann_turns:
         assert key not in left if purge else left[key]["tombstoned_at"] is not None, key
-    assert counts["loom.memories"] == 4  # the set fact, the extracted fact, a chunk, a digest
+    # The set fact, the extracted fact, a chunk, a digest, and a chunk in her collection.
+    assert counts["loom.memories"] == 5
 
 
 @pytest.mark.parametrize("purge", [False, True])
@@ -233,7 +234,7 @@ def test_a_subject_over_the_inline_bound_becomes_a_job(deps, pool, org, world):
         pass
     job = world.t.ok("erasure.status", job_id=out["job_id"], namespace=None)["job"]
     assert job["status"] == "done"
-    assert job["tombstoned"]["loom.memories"] == erasure_op.INLINE_MAX_ROWS + 4
+    assert job["tombstoned"]["loom.memories"] == erasure_op.INLINE_MAX_ROWS + 5
     _assert_erased(pool, org, ANN, purge=False)
 
 

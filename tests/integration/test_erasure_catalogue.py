@@ -56,7 +56,7 @@ def test_every_table_with_a_user_or_namespace_column_is_erased_or_named_as_not(p
 @pytest.mark.parametrize(
     ("ddl", "named"),
     [
-        ("CREATE TABLE loom.learnings_supporters (org text, end_user_id text)", "supporters"),
+        ("CREATE TABLE loom.reading_receipts (org text, end_user_id text)", "receipts"),
         ("ALTER TABLE loom.memory_evidence ADD COLUMN speaker_user text", "speaker_user"),
         ("CREATE TABLE loom.scratch (org text, namespace text)", "scratch"),
     ],

@@ -46,6 +46,8 @@ def test_the_export_holds_the_user_in_every_plane_and_no_one_else(world):
         "loom.session_brief_revisions",
         "loom.session_briefs",
         "loom.knowledge_documents",
+        "loom.learnings_supporters",
+        "loom.learnings_queue",
     }
     assert "loom.conversation_embeddings" not in doc["tables"]
     assert "not exported" in doc["not_exported"]["loom.conversation_embeddings"]

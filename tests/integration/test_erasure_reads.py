@@ -148,6 +148,11 @@ PROBES: dict[str, Callable[[World, str], Any]] = {
     "search personal": _viewer(
         "search", agent="a1", namespace=lambda u: f"@me:{u}", query=lambda u: MARK[u]
     ),
+    # The review queue: the users' quotes, the rule a user's collection holds, the reviewer.
+    "learnings.list": lambda w, u: w.t.ok("learnings.list", as_="admin"),
+    "learnings.list personal": lambda w, u: w.t.ok(
+        "learnings.list", namespace=f"@me:{u}", as_="admin"
+    ),
     "memory.ask": _viewer("memory.ask", agent="a1", question=lambda u: MARK[u]),
     "memory.ask personal": _viewer(
         "memory.ask", agent="a1", namespace=lambda u: f"@me:{u}", question=lambda u: MARK[u]

@@ -10,6 +10,7 @@ from typing import Any
 
 from psycopg import sql
 
+from tests.conftest import live_setting
 from tests.integration.test_conversation_support import NS, Tenant
 from tests.integration.test_memory_support import fact, reply, scripted
 
@@ -46,9 +47,10 @@ class World:
 def open_world(api: Any, deps: Any, org: str) -> World:
     t = Tenant.open(api, deps, org, logging_on=(NS, NS2))
     world = World(t=t)
-    scripted(deps, *(_extraction_reply(u) for u in (ANN, BOB)))
-    for user in (ANN, BOB):
-        seed_user(world, user)
+    scripted(deps, *(r for u in (ANN, BOB) for r in (_extraction_reply(u), _personal_rule(u))))
+    with live_setting(deps.pool, memory_extract_agent_learnings="true"):
+        for user in (ANN, BOB):
+            seed_user(world, user)
     # Rows of no user: the namespace's own, which a user erasure leaves alone.
     t.ok("memory.set", agent="a1", key="team/chat", value="the team chats on slack", as_="writer")
     t.ok(
@@ -64,11 +66,22 @@ def open_world(api: Any, deps: Any, org: str) -> World:
 def _extraction_reply(user: str) -> str:
     w = MARK[user]
     malformed = {"subject": "", "attribute": "", "value": "", "source_message_indices": [0]}
+    # Both users support one rule of the bot: the quotes are each user's, the candidate no one's.
+    rule = fact("assistant", "greeting", GREETING, indices=[1], about="agent")
     return reply(
         fact("user", "home", f"{w} lives in Lisbon", span=f"{w} lives in Lisbon"),
+        rule,
         malformed,  # counted in loom.memory_drops under this user
         digest=f"{w} talked about moving to Lisbon",
     )
+
+
+def _personal_rule(user: str) -> str:
+    w = MARK[user]
+    return reply(fact("assistant", "notes", f"I keep {w}'s notes.", indices=[1], about="agent"))
+
+
+GREETING = "I greet every guest by name."
 
 
 def seed_user(world: World, user: str) -> None:
@@ -106,9 +119,18 @@ def seed_user(world: World, user: str) -> None:
         agent="a1",
         user_id=user,
         session_id=f"s-{user}",
-        messages=[{"role": "user", "content": f"I am {w} and I live in Lisbon now"}],
+        messages=[
+            {"role": "user", "content": f"I am {w} and I live in Lisbon now"},
+            {"role": "assistant", "content": f"Welcome {w}! {GREETING}"},
+        ],
         as_="writer",
     )
+    # A rule stated in their personal collection: a candidate there is theirs.
+    t.ok("memory.set_from_messages", namespace=f"@me:{user}", agent="a1", user_id=user,
+         session_id=f"s-{user}", as_="writer", messages=[
+             {"role": "user", "content": f"{w} asks about notes"},
+             {"role": "assistant", "content": f"I keep {w}'s notes."},
+         ])  # fmt: skip
     queued = t.ok(
         "memory.set_from_messages",
         agent="a1",

@@ -5,8 +5,6 @@ its sensitivity rules hold), and the legs run concurrently."""
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -17,7 +15,7 @@ from pydantic import Field, StringConstraints
 from chalicelib.auth import ReadScope
 from chalicelib.concurrent_work import run_concurrently
 from chalicelib.context_budget import Item, Section, pack
-from chalicelib.errors import BadRequestError
+from chalicelib.cursors import decode_key, encode_key
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.ops.memory import read_users, shows_high
 from chalicelib.providers.llm import LLMError
@@ -29,7 +27,6 @@ from chalicelib.services.knowledge_reads import (
     whole_documents,
 )
 from chalicelib.services.memory_quality import filter_ranked
-from chalicelib.storable import unstorable
 from chalicelib.store import memories as memory_store
 from chalicelib.store.extraction_queue import has_pending
 from chalicelib.store.pool import autocommit_connection
@@ -86,13 +83,23 @@ class PackOutput(OpOutput):
 Leg = Callable[[], tuple[list[Item], bool]]  # the section's items, and pending_extraction
 
 
+def _memory_search(
+    ctx: OpContext, inp: AgentScoped, user_id: str | None, query: str, top_k: int
+) -> dict[str, Any]:
+    """memory.search of the read's scope with junk left out (quality_filter), as the caller."""
+    body: dict[str, Any] = {"namespace": inp.namespace, "agent": inp.agent, "query": query}
+    body |= {"top_k": top_k, "quality_filter": True}
+    if user_id is not None:
+        body["user_id"] = user_id
+    return call("memory.search", body, ctx.caller, ctx.deps).body
+
+
 def _memories(inp: PackInput, ctx: OpContext) -> tuple[list[Item], bool]:
     body: dict[str, Any] = {"namespace": inp.namespace, "agent": inp.agent}
     if inp.user_id is not None:
         body["user_id"] = inp.user_id
     if inp.query.strip():
-        body |= {"query": inp.query, "top_k": MEMORY_TOP_K, "quality_filter": True}
-        out = call("memory.search", body, ctx.caller, ctx.deps).body
+        out = _memory_search(ctx, inp, inp.user_id, inp.query, MEMORY_TOP_K)
         rows = out["hits"]
     else:
         out = call("memory.stack", body | {"limit": MEMORY_TOP_K}, ctx.caller, ctx.deps).body
@@ -255,10 +262,7 @@ def search_everywhere(inp: SearchEverywhereInput, ctx: OpContext) -> SearchEvery
     base: dict[str, Any] = {"namespace": inp.namespace, "agent": inp.agent, "query": inp.query}
     legs: dict[str, Callable[[], Any]] = {}
     if "memory" in inp.sections:
-        body = base | {"top_k": inp.top_k, "quality_filter": True}
-        if inp.user_id is not None:
-            body["user_id"] = inp.user_id
-        legs["memory"] = lambda: call("memory.search", body, ctx.caller, ctx.deps).body
+        legs["memory"] = lambda: _memory_search(ctx, inp, inp.user_id, inp.query, inp.top_k)
     if "knowledge" in inp.sections:
         legs["knowledge"] = lambda: served_chunks(
             ctx.deps, ctx.caller, inp.org, inp.namespace, inp.agent, inp.query, inp.top_k
@@ -318,16 +322,7 @@ class AskOutput(OpOutput):
 
 
 def _memory_passages(inp: AskInput, ctx: OpContext) -> tuple[list[Passage], bool]:
-    body: dict[str, Any] = {
-        "namespace": inp.namespace,
-        "agent": inp.agent,
-        "query": inp.question,
-        "top_k": inp.top_k,
-        "quality_filter": True,
-    }
-    if inp.user_id is not None:
-        body["user_id"] = inp.user_id
-    out = call("memory.search", body, ctx.caller, ctx.deps).body
+    out = _memory_search(ctx, inp, inp.user_id, inp.question, inp.top_k)
     passages = [
         Passage(
             source="transcript" if h["kind"] == "chunk" else "memory",
@@ -447,33 +442,8 @@ class StackOutput(OpOutput):
     pending_extraction: bool
 
 
-def _stack_cursor(key: list[Any] | None) -> str | None:
-    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode() if key else None
-
-
-def _stack_after(cursor: str | None) -> list[Any] | None:
-    """The sort key a cursor carries; one this server did not issue is a 400."""
-    if cursor is None:
-        return None
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        # (not pinned, -confidence, -updated_at in microseconds, user_id, key)
-        kinds: tuple[tuple[type, ...], ...] = ((bool,), (int, float), (int,), (str,), (str,))
-        if (
-            not isinstance(key, list)
-            or len(key) != 5
-            or not all(
-                isinstance(v, t)
-                and (t == (bool,) or not isinstance(v, bool))
-                and unstorable(v) is None
-                for v, t in zip(key, kinds, strict=True)
-            )
-        ):
-            raise ValueError("not a stack cursor")
-        key[1] = float(key[1])
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise BadRequestError("cursor is not one this server issued; pass next_cursor") from exc
-    return key
+# A stack page's sort key: (not pinned, -confidence, -updated_at in microseconds, user_id, key).
+STACK_KEY = (bool, float, int, str, str)
 
 
 @op("memory.stack", role="viewer", kind="read", mcp="all", scopes=USER_SCOPES)
@@ -482,7 +452,7 @@ def memory_stack(inp: StackInput, ctx: OpContext) -> StackOutput:
     left out (`filtered` counts it by class), a page at a time (`next_cursor`); the knowledge
     documents served to this agent are listed first, on the first page. Text that reads as high
     is never returned."""
-    after = _stack_after(inp.cursor)
+    after = decode_key(inp.cursor, STACK_KEY) if inp.cursor is not None else None
     users = read_users(ctx.caller, inp.user_id)
     with autocommit_connection(ctx.deps.pool) as conn:
         rows = memory_store.stack_page(
@@ -506,6 +476,6 @@ def memory_stack(inp: StackInput, ctx: OpContext) -> StackOutput:
         documents=[StackDocument.model_validate(d) for d in documents],
         memories=[StackMemory(**{k: r[k] for k in StackMemory.model_fields}) for r in kept],
         filtered=filtered,
-        next_cursor=_stack_cursor(rows[-1]["stack_key"]) if len(rows) == inp.limit else None,
+        next_cursor=encode_key(*rows[-1]["stack_key"]) if len(rows) == inp.limit else None,
         pending_extraction=pending,
     )

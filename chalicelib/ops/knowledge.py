@@ -16,7 +16,7 @@ from chalicelib.providers.embedder import EMBED_CHARS, EmbedderError
 from chalicelib.registry import OpContext, op
 from chalicelib.sensitivity import is_sensitive, is_sensitive_embedded
 from chalicelib.services.chunking import chunk_text
-from chalicelib.services.knowledge_reads import SearchMode, search_chunks
+from chalicelib.services.knowledge_reads import SearchMode, listed_documents, search_chunks
 from chalicelib.store import knowledge as store
 from chalicelib.store.audit import write_audit
 from chalicelib.store.namespaces import ensure_namespace, org_namespaces
@@ -243,16 +243,10 @@ def list_documents(inp: ListInput, ctx: OpContext) -> ListOutput:
             before=before, limit=inp.limit + 1,
         )  # fmt: skip
     more, rows = len(rows) > inp.limit, rows[: inp.limit]
-    docs = [DocumentRow(**_shown(r)) for r in rows]
+    docs = [DocumentRow(**r) for r in listed_documents(rows)]
     last = rows[-1] if rows else None
     cursor = encode_cursor(last["updated_at"], last["uri"]) if more and last else None
     return ListOutput(documents=docs, next_cursor=cursor)
-
-
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
-    """A listed row as shown: a title or tag that reads as high is left out."""
-    title = "" if is_sensitive(row["title"]) else row["title"]
-    return row | {"title": title, "tags": [t for t in row["tags"] if not is_sensitive(t)]}
 
 
 class SearchInput(OrgScoped):

@@ -41,10 +41,6 @@ def search_chunks(
             )
         if mode != "semantic":
             lex_rows = store.lexical_leg(conn, f, query=query, depth=LEG_DEPTH)
-    # Checked again with today's guard: a chunk an earlier build indexed is no hit if it now
-    # reads as high, nor one whose title or tags (shown with it) do.
-    vec_rows = [r for r in vec_rows if not _shows_high(r)]
-    lex_rows = [r for r in lex_rows if not _shows_high(r)]
     ranked: list[tuple[Any, float]]
     if mode == "semantic":
         # No floor: a chunk of 3,200 characters scores lower against a short query than the
@@ -56,7 +52,16 @@ def search_chunks(
         ranked = rrf([([_ident(r) for r in vec_rows], 1.0), ([_ident(r) for r in lex_rows], 1.0)])
     rows: dict[Any, dict[str, Any]] = {_ident(r): r for r in lex_rows + vec_rows}
     terms = _TERM.findall(query)
-    return [_hit(rows[ident], score, terms) for ident, score in ranked[:top_k]]
+    hits: list[dict[str, Any]] = []
+    for ident, score in ranked:
+        # Checked again with today's guard, in rank order until top_k are found: a chunk an
+        # earlier build indexed is no hit if it now reads as high, nor one whose title or tags
+        # (shown with it) do.
+        if len(hits) == top_k:
+            break
+        if not _shows_high(rows[ident]):
+            hits.append(_hit(rows[ident], score, terms))
+    return hits
 
 
 def _ident(row: dict[str, Any]) -> tuple[str, str, int]:
@@ -137,4 +142,18 @@ def served_document_list(
         rows = store.served_documents(
             conn, org, namespace, reader_agent(caller, agent), limit=limit
         )
-    return [r for r in rows if not any(is_sensitive(t) for t in (r["title"], r["uri"], *r["tags"]))]
+    return listed_documents(rows)
+
+
+def listed_documents(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Documents as a list shows them: none whose uri (its name) reads as high; a title that
+    does is shown blank, and tags that do are left out."""
+    return [
+        r
+        | {
+            "title": "" if is_sensitive(r["title"]) else r["title"],
+            "tags": [t for t in r["tags"] if not is_sensitive(t)],
+        }
+        for r in rows
+        if not is_sensitive(r["uri"])
+    ]

@@ -122,6 +122,18 @@ def wait_for_text(tab, selector: str, text: str) -> None:
     )
 
 
+def unlabelled(tab) -> list[str]:
+    """The shown controls (inputs, selects, buttons, text areas) that no label, aria-label or
+    text of their own names."""
+    return tab.evaluate(
+        """() => [...document.querySelectorAll('input, select, button, textarea')]
+          .filter(e => e.offsetParent !== null)
+          .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                        && !e.getAttribute('aria-labelledby') && !e.textContent.trim())
+          .map(e => e.id || e.outerHTML.slice(0, 60))"""
+    )
+
+
 def call(base: str, op: str, token: str | None = None, **body: Any) -> dict[str, Any]:
     headers = {"Content-Type": "application/json"}
     if token:
@@ -204,14 +216,7 @@ def test_a_first_visit_shows_the_conversations_page_with_only_its_own_origin(pag
     assert tab.inner_text("#recording-state") != "On"
     assert tab.is_visible("#threads-empty")
     assert tab.is_hidden("#sign-in")
-    unlabelled = tab.evaluate(
-        """() => [...document.querySelectorAll('input, select, button')]
-          .filter(e => e.offsetParent !== null)
-          .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
-                        && !e.getAttribute('aria-labelledby') && !e.textContent.trim())
-          .map(e => e.id || e.outerHTML.slice(0, 60))"""
-    )
-    assert unlabelled == []
+    assert unlabelled(tab) == []
     origin = page.base
     assert page.urls and all(u.startswith(origin) for u in page.urls), page.urls
     page.shot("first-visit")

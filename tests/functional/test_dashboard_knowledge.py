@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 
 from chalicelib.auth import mint_token
 from tests.functional import test_dashboard as shared
-from tests.functional.test_dashboard import Page, call, wait_for_text
+from tests.functional.test_dashboard import Page, call, unlabelled, wait_for_text
 
 # The browser, the servers and the page of test_dashboard, used here by name.
 browser, server, token_server, page = (
@@ -88,14 +88,7 @@ def test_the_nav_opens_knowledge_in_the_same_context_and_a_pasted_text_publishes
     assert "Markup <i>title</i>" in item and "version 1" in item and "characters" in item
     assert hash_params(tab)["doc"] == ["doc://handbook/html.md"]
 
-    unlabelled = tab.evaluate(
-        """() => [...document.querySelectorAll('input, select, button, textarea')]
-          .filter(e => e.offsetParent !== null)
-          .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
-                        && !e.getAttribute('aria-labelledby') && !e.textContent.trim())
-          .map(e => e.id || e.outerHTML.slice(0, 60))"""
-    )
-    assert unlabelled == []
+    assert unlabelled(tab) == []
     page.shot("knowledge")
 
     tab.reload()

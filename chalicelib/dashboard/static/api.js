@@ -4,7 +4,7 @@ export const BASE = new URL("../", import.meta.url);
 
 let pending = 0;
 
-const PAGES = ["app", "knowledge"]; // each page's <main>
+const PAGES = ["app", "knowledge", "learnings"]; // each page's <main>
 
 function busy(value) {
   for (const id of PAGES) document.getElementById(id)?.setAttribute("aria-busy", value);

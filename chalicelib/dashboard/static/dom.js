@@ -1,5 +1,7 @@
 // Small DOM helpers. Text always goes in through textContent: nothing the server sends is HTML.
 
+import { describe } from "./api.js";
+
 export const $ = (id) => document.getElementById(id);
 
 export function el(tag, attrs = {}, ...children) {
@@ -51,4 +53,61 @@ export function fullTime(ts) {
 
 export function plural(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * A list the server pages by its cursor (knowledge.list, learnings.list): the ids of its <ol>,
+ * its More button, its empty note and its error; `fetch(cursor)` asks for one page and answers
+ * { rows, next }; `key(row)` names a row (each <li> carries it as data-key, so a row a page
+ * repeats is listed once) and `item(row)` draws it. `load()` draws the first page (a refresh,
+ * a new context, after a write) and supersedes any load in flight; `load({ more: true })`
+ * appends the next page and waits for the one in flight; `reset()` empties the list and drops
+ * any answer still on its way.
+ */
+export function cursorList({ list, more, empty, error, fetch, key, item }) {
+  let cursor = null;
+  let generation = 0; // an answer for an older load or context is dropped
+  let loading = false;
+
+  async function load({ more: next = false } = {}) {
+    if (next && (loading || !cursor)) return;
+    const mine = ++generation;
+    loading = true;
+    setError(error, "");
+    const node = $(list);
+    try {
+      const answer = await fetch(next ? cursor : null);
+      if (mine !== generation) return;
+      if (!next) node.replaceChildren();
+      const listed = new Set([...node.children].map((li) => li.dataset.key));
+      for (const row of answer.rows.filter((r) => !listed.has(key(r)))) {
+        const li = item(row);
+        li.dataset.key = key(row);
+        node.append(li);
+      }
+      cursor = answer.next || null;
+      $(more).hidden = !cursor;
+      $(empty).hidden = node.children.length > 0;
+    } catch (err) {
+      if (mine !== generation) return;
+      if (!next) node.replaceChildren();
+      $(more).hidden = true;
+      $(empty).hidden = true;
+      setError(error, describe(err));
+    } finally {
+      if (mine === generation) loading = false;
+    }
+  }
+
+  function reset() {
+    generation++;
+    loading = false;
+    cursor = null;
+    $(list).replaceChildren();
+    $(more).hidden = true;
+    $(empty).hidden = true;
+    setError(error, "");
+  }
+
+  return { load, reset };
 }

@@ -4,16 +4,13 @@
 // confirmation (knowledge.delete). Every text the server or a file gives goes in as text.
 
 import { describe } from "./api.js";
-import { $, announce, el, fullTime, plural, setError, when } from "./dom.js";
+import { $, announce, cursorList, el, fullTime, plural, setError, when } from "./dom.js";
 import { scope, signal, state } from "./state.js";
 
 const PAGE = 20;
 const FILE_CHARS_MAX = 1_000_000; // knowledge.publish's longest text
 const FILE_BYTES_MAX = 4 * FILE_CHARS_MAX; // a file larger than this cannot fit: not read
 
-let cursor = null; // the server's cursor for the next page of documents
-let generation = 0; // a list answer for an older load or context is dropped
-let loading = false;
 let opened = null; // { uri, namespace, document }
 let latestOpen = 0;
 let searches = 0;
@@ -32,7 +29,7 @@ function docItem(d) {
   const titled = Boolean(d.title);
   return el(
     "li",
-    { "data-uri": d.uri },
+    {},
     el(
       "button",
       {
@@ -55,37 +52,24 @@ function docItem(d) {
   );
 }
 
+const documents = cursorList({
+  list: "docs",
+  more: "docs-more",
+  empty: "docs-empty",
+  error: "docs-error",
+  key: (d) => d.uri,
+  item: docItem,
+  fetch: async (from) => {
+    const body = { ...scope(), limit: PAGE, cursor: from };
+    const answer = await state.api.call("knowledge.list", body);
+    return { rows: answer.documents || [], next: answer.next_cursor };
+  },
+});
+
 /** The first page (Refresh, a new context, after a write), or with `more` the next one by the
- * server's cursor. A reload supersedes any load in flight; "more" waits for the one in flight. */
-export async function loadDocuments({ more = false } = {}) {
-  if (more && (loading || !cursor)) return;
-  const mine = ++generation;
-  loading = true;
-  setError("docs-error", "");
-  const list = $("docs");
-  try {
-    const answer = await state.api.call("knowledge.list", {
-      ...scope(),
-      limit: PAGE,
-      cursor: more ? cursor : null,
-    });
-    if (mine !== generation) return;
-    const rows = answer.documents || [];
-    if (!more) list.replaceChildren();
-    const listed = new Set([...list.children].map((li) => li.dataset.uri));
-    list.append(...rows.filter((d) => !listed.has(d.uri)).map(docItem));
-    cursor = answer.next_cursor || null;
-    $("docs-more").hidden = !cursor;
-    $("docs-empty").hidden = list.children.length > 0;
-  } catch (err) {
-    if (mine !== generation) return;
-    if (!more) list.replaceChildren();
-    $("docs-more").hidden = true;
-    $("docs-empty").hidden = true;
-    setError("docs-error", describe(err));
-  } finally {
-    if (mine === generation) loading = false;
-  }
+ * server's cursor (dom.js cursorList). */
+export function loadDocuments({ more = false } = {}) {
+  return documents.load({ more });
 }
 
 function hitItem(h) {
@@ -337,13 +321,7 @@ async function confirmed() {
 }
 
 export function resetKnowledge() {
-  generation++; // an answer still on its way is for the previous context: dropped
-  loading = false;
-  cursor = null;
-  $("docs").replaceChildren();
-  $("docs-more").hidden = true;
-  $("docs-empty").hidden = true;
-  setError("docs-error", "");
+  documents.reset(); // an answer still on its way is for the previous context: dropped
   clearSearch();
   setError("kn-search-error", "");
   opened = null;

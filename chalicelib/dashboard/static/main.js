@@ -1,10 +1,12 @@
 // Start-up: find out who is calling (system.whoami), ask for a token when the server needs
-// one, then open the Conversations or the Knowledge page for the chosen org, namespace and user.
+// one, then open the Conversations, Knowledge or Learnings page for the chosen org, namespace
+// and user.
 
 import { Api, describe } from "./api.js";
 import { initBriefs, closeBrief, loadBriefs, resetBriefs } from "./briefs.js";
 import { $, el, setError } from "./dom.js";
 import { initKnowledge, loadDocuments, openDocument, resetKnowledge } from "./knowledge.js";
+import { initLearnings, loadLearnings, resetLearnings } from "./learnings.js";
 import { initRecording, loadRecording } from "./recording.js";
 import { initSaved, loadSaved, resetSaved } from "./saved.js";
 import {
@@ -27,6 +29,11 @@ function hashParams() {
 const VIEWS = {
   conversations: { name: "Conversations", main: "app", skip: ["thread", "Skip to the open thread"] },
   knowledge: { name: "Knowledge", main: "knowledge", skip: ["doc", "Skip to the open document"] },
+  learnings: {
+    name: "Learnings",
+    main: "learnings",
+    skip: ["learnings-queue", "Skip to the review queue"],
+  },
 };
 
 /** The page's address: org (single-user), namespace, the page and its open thread or document.
@@ -91,6 +98,12 @@ function openContext({ thread = null, doc = null } = {}) {
     if (doc) openDocument(doc, { focus: false });
     return;
   }
+  if (state.view === "learnings") {
+    resetLearnings();
+    writeHash();
+    loadLearnings();
+    return;
+  }
   writeHash({ thread });
   resetThreads();
   resetSaved();
@@ -110,6 +123,8 @@ function clearPage() {
   resetBriefs();
   closeThread();
   resetKnowledge();
+  resetLearnings();
+  $("learnings-status").value = "pending";
   for (const id of ["org", "namespace", "user"]) $(id).value = "";
   $("namespaces").replaceChildren();
   document.title = "Loom · Conversations";
@@ -122,8 +137,7 @@ function showSignIn(message = "") {
   clearPage();
   $("sign-in").hidden = false;
   $("context").hidden = true;
-  $("app").hidden = true;
-  $("knowledge").hidden = true;
+  for (const v of Object.values(VIEWS)) $(v.main).hidden = true;
   $("pages").hidden = true;
   $("sign-out").hidden = true;
   $("identity").textContent = "Not signed in";
@@ -179,6 +193,7 @@ function init() {
   initSaved();
   initBriefs();
   initKnowledge();
+  initLearnings();
   $("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = $("token").value.trim();

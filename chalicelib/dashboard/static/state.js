@@ -12,7 +12,7 @@ export const state = {
   org: "",
   namespace: "",
   user: "",
-  view: "conversations", // the page shown: "conversations" or "knowledge"
+  view: "conversations", // the page shown: "conversations", "knowledge" or "learnings"
   titles: new Map(), // thread id -> its title as conversation.threads listed it
 };
 

@@ -20,6 +20,7 @@ from chalicelib.ops import (  # noqa: F401
     saved_messages,
     session,
     system,
-    agent_reads,
+    agent_context,
+    agent_recall,
 )
 # isort: on

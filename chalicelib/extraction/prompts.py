@@ -29,7 +29,9 @@ EXTRACT_SYSTEM = (
 AGENT_LEARNINGS_BLOCK = (
     '\n\nAlso return rules the assistant states about its own behaviour ("I escalate any'
     ' refund over $500 to a human") as facts with "about": "agent", citing the assistant'
-    " turn."
+    " turn. Behaviour the assistant agrees to at the user's request (\"always answer me in"
+    ' French" answered with "I will always answer you in French") is the user\'s preference,'
+    ' not a rule of the bot: return it as a fact with "about": "user".'
 )
 RECORD_SYSTEM = (
     "You fill one typed record from a conversation. Answer ONLY a JSON object that matches"

@@ -608,3 +608,15 @@ def test_a_deferred_request_files_for_the_agent_its_token_was_signed_for(m):
     assert process_job(m.deps, queued["queue_id"]) == "done"
     (c,) = listed(m)
     assert (c["agent"], c["support"], c["rationale"]["user_quote"]) == ("support-bot", 1, ASK)
+
+
+def test_the_prompt_says_a_behaviour_agreed_at_the_users_request_is_the_users(m):
+    """GIVEN agent learnings on
+    THEN the extraction prompt asks for the bot's rules and says that behaviour agreed to at
+    the user's request is a fact about the user, not the bot."""
+    llm = scripted(m.deps, reply())
+    m.extract_ok(TALK, user_id="u1")
+
+    system = llm.prompts[0][0]
+    assert "rules the assistant states about its own behaviour" in system
+    assert "at the user's request" in system and "preference, not a rule of the bot" in system

@@ -174,6 +174,7 @@ class Deps:
                     self._policy_reader or self._read_policies,
                     refresh_seconds=lambda: self.settings.model_calls_policy_refresh_seconds,
                     max_stale_seconds=lambda: self.settings.model_calls_policy_max_stale_seconds,
+                    read_off=self._read_calls_off,
                 )
             return self._policies
 
@@ -182,6 +183,17 @@ class Deps:
 
         with self.pool.connection() as conn:
             return all_policies(conn)
+
+    def _read_calls_off(self) -> frozenset[str]:
+        from chalicelib.store.model_calls import orgs_off
+
+        with self.pool.connection() as conn:
+            return orgs_off(conn)
+
+    def model_calls_off(self, org: str) -> bool:
+        """Whether an org admin switched the org's model calls off, as this server last read
+        it (within LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS); 503 when unread for too long."""
+        return self.policies.calls_off(org)
 
     def extraction_policy(self, org: str, namespace: str) -> str | None:
         """The operator's extraction policy in force for a namespace, if any; 503 when the

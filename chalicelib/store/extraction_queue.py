@@ -230,3 +230,32 @@ def stranded(conn: Connection, older_than_seconds: int, limit: int) -> list[str]
         (older_than_seconds, limit),
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def hold(conn: Connection, queue_id: str, *, lease: datetime, reason: str) -> bool:
+    """A claimed job whose model call is held: held with the reason, no attempt spent. Only
+    while the claim `lease` still holds the job."""
+    return bool(
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET status = 'held', held_reason = %s,"
+            " lease_until = NULL, updated_at = now()"
+            " WHERE queue_id = %s AND status = 'running' AND lease_until = %s RETURNING 1",
+            (reason, queue_id, lease),
+        ).fetchone()
+    )
+
+
+def release_held(
+    conn: Connection, reason: str, *, org: str | None, still_held: frozenset[str]
+) -> list[str]:
+    """Held jobs whose hold ended go back to pending, due now: the org's (or every org's but
+    those `still_held`); their ids."""
+    rows = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET status = 'pending', held_reason = '',"
+        " not_before = now(), updated_at = now()"
+        " WHERE status = 'held' AND held_reason = %s"
+        " AND (%s::text IS NULL OR org = %s) AND NOT (org = ANY(%s))"
+        " RETURNING queue_id",
+        (reason, org, org, list(still_held)),
+    ).fetchall()
+    return [r[0] for r in rows]

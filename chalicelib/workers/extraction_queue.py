@@ -20,7 +20,7 @@ from chalicelib.errors import LoomError, UnavailableError
 from chalicelib.observability import logger
 from chalicelib.providers.llm import LLMUnavailableError
 from chalicelib.providers.queue import SQS_MAX_DELAY
-from chalicelib.store import erasure_jobs, job_claims
+from chalicelib.store import erasure_jobs, job_claims, model_calls
 from chalicelib.store import extraction_queue as store
 from chalicelib.store.extraction_support import Drop, record_drops
 
@@ -86,7 +86,8 @@ def process_job(deps: Deps, queue_id: str) -> str:
         "request_id": queue_id,
     }
     try:
-        out = call("memory.set_from_messages", body, caller, deps).body
+        held = deps.model_calls_off(job["org"])
+        out = {} if held else call("memory.set_from_messages", body, caller, deps).body
     except Exception as exc:
         _erase_again(deps, job)
         unreachable = _unreachable(exc)
@@ -113,6 +114,10 @@ def process_job(deps: Deps, queue_id: str) -> str:
             deps.queue.send(queue_id, int(delay))
         logger.warning("deferred extraction failed", extra={"queue_id": queue_id, "error": error})
         return "retry" if status == "pending" else "failed"
+    if held:  # no model call, no attempt spent: it waits for the switch to come back on
+        with deps.pool.connection() as conn:
+            kept = store.hold(conn, queue_id, lease=lease, reason=model_calls.REASON)
+        return "held" if kept else _lost(queue_id)
     _erase_again(deps, job)
     result = {"written": out["written"], "pipeline_errors": out["pipeline_errors"]}
     with deps.pool.connection() as conn:
@@ -190,6 +195,7 @@ def drain_due(deps: Deps) -> dict[str, int]:
     settings = deps.live()
     if not settings.extraction_queue_enabled:
         return counts
+    release_held(deps)
     with deps.pool.connection() as conn:
         due = store.due_jobs(conn, settings.extraction_queue_batch)
     for queue_id in due:
@@ -209,14 +215,33 @@ def expire_stale_jobs(deps: Deps) -> int:
     return len(expired)
 
 
+def release_held(deps: Deps, org: str | None = None) -> list[str]:
+    """Jobs held by a model-calls switch that is back on go back to pending and are sent: the
+    org's, or every org's whose switch is on in the table. The server that took the switch
+    releases the org's at once; each worker pass releases any that a server still reading the
+    switch off held since."""
+    off = frozenset() if org is not None else _orgs_off(deps)
+    with deps.pool.connection() as conn:
+        ids = store.release_held(conn, model_calls.REASON, org=org, still_held=off)
+    for queue_id in ids:
+        deps.queue.send(queue_id)
+    return ids
+
+
+def _orgs_off(deps: Deps) -> frozenset[str]:
+    with deps.pool.connection() as conn:
+        return model_calls.orgs_off(conn)
+
+
 def resend_stranded(deps: Deps) -> int:
     """Send again the message of jobs due for five minutes and still pending (a send that
     failed after its row committed, or a message lost), and take back the jobs of workers lost
-    long ago (an attempt spent) and send them: the table is the truth. Nothing while the
-    worker is switched off."""
+    long ago (an attempt spent) and send them, and release the jobs held by a model-calls
+    switch now back on: the table is the truth. Nothing while the worker is switched off."""
     settings = deps.live()
     if not settings.extraction_queue_enabled:
         return 0
+    released = len(release_held(deps))
     with deps.pool.connection() as conn:
         taken = store.take_back_lost(
             conn, LOST_AFTER_SECONDS, settings.extraction_queue_max_attempts, 500
@@ -225,4 +250,4 @@ def resend_stranded(deps: Deps) -> int:
         ids += store.stranded(conn, 300, 500)
     for queue_id in ids:
         deps.queue.send(queue_id)
-    return len(ids)
+    return released + len(ids)

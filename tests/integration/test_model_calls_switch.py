@@ -1,0 +1,237 @@
+"""The org's model-calls switch: who may flip it, and what each model caller does while it is
+off: deferred replays wait held (no attempt spent) and run once it is back on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from chalicelib.auth import local_caller, mint_token
+from chalicelib.deps import Deps
+from chalicelib.providers.llm import LLMResult
+from chalicelib.providers.queue import FakeQueue
+from chalicelib.registry import call
+from chalicelib.workers.extraction_queue import drain_due, process_job
+from tests.conftest import Api, make_settings
+from tests.integration.test_memory_support import Mem, audit_rows
+from tests.queue_worker import OneFactLLM
+
+BODY = {"namespace": "q", "agent": "bot", "user_id": "u1"}
+
+
+@pytest.fixture
+def queue(deps):
+    deps._queue = FakeQueue()
+    return deps._queue
+
+
+@pytest.fixture
+def m(api, deps, org):
+    return Mem.open(api, deps, org)
+
+
+class CountingLLM(OneFactLLM):
+    """One fact a request; counts the calls made for each word."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def complete(self, system: str, user: str, **kw: Any) -> LLMResult:
+        word = user.split("Conversation:\n", 1)[-1].splitlines()[0].split(": ", 1)[-1].split()[0]
+        with self._lock:
+            self.calls[word.lower()] += 1
+        return super().complete(system, user, **kw)
+
+
+def _switch(org: str, deps: Deps, enabled: bool) -> dict[str, Any]:
+    return call("model_calls.set", {"org": org, "enabled": enabled}, local_caller(org), deps).body
+
+
+def _defer(org: str, deps: Deps, word: str) -> str:
+    body = {**BODY, "messages": [{"role": "user", "content": f"{word} is on my mind"}]}
+    out = call("memory.set_from_messages", {**body, "defer": True}, local_caller(org), deps)
+    return str(out.body["queue_id"])
+
+
+def _jobs(pool, ids: list[str]) -> dict[str, tuple[str, int, str]]:
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT queue_id, status, attempts, held_reason FROM loom.memory_extraction_queue"
+            " WHERE queue_id = ANY(%s)",
+            (ids,),
+        ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def test_only_an_org_admin_flips_or_reads_the_switch_and_each_flip_is_audited(m, pool):
+    """GIVEN an org's tokens of every role
+    WHEN a viewer, a writer and a namespace admin flip or read the switch, then the org admin
+    switches it off and on
+    THEN the first are refused (403) and the switch stays on; the org admin's two flips each
+    leave an audit row under its principal, and reads are not audited.
+    """
+    for role in ("viewer", "writer", "admin"):
+        assert m.admin("model_calls.set", as_=role, org=m.org, enabled=False)[0] == 403, role
+        assert m.admin("model_calls.get", as_=role, org=m.org)[0] == 403, role
+    status, got = m.admin("model_calls.get", org=m.org)
+    assert (status, got["enabled"]) == (200, True)
+
+    status, off = m.admin("model_calls.set", org=m.org, enabled=False)
+    assert (status, off["enabled"], off["changed"]) == (200, False, True), off
+    assert m.admin("model_calls.get", org=m.org)[1]["enabled"] is False
+    assert m.admin("model_calls.set", org=m.org, enabled=True)[1]["changed"] is True
+
+    rows = [r for r in audit_rows(pool, m.org) if r["op"].startswith("model_calls.")]
+    assert [r["op"] for r in rows] == ["model_calls.set", "model_calls.set"]
+    assert {r["principal"] for r in rows} == {f"token:org_admin-{m.org}"}
+
+
+def test_an_org_admin_of_another_org_cannot_flip_this_orgs_switch(m, deps, pool):
+    """GIVEN another org's org admin WHEN it switches this org's model calls off
+    THEN it is refused (403) and this org's switch stays on."""
+    other = mint_token(deps, org=f"{m.org}-other", role="org_admin", subject="other-admin")
+    assert m.admin("model_calls.set", token=other, org=m.org, enabled=False)[0] == 403
+    assert m.admin("model_calls.get", org=m.org)[1]["enabled"] is True
+
+
+def test_while_off_a_replay_is_held_spends_no_attempt_and_the_worker_runs_other_orgs_work(
+    deps, org, queue, pool
+):
+    """GIVEN a deferred request in an org switched off, and one in another org
+    WHEN the worker drains the queue, then the org is switched back on and it drains again
+    THEN the first is held with reason model_calls_off, no attempt spent and no model call,
+    while the other org's runs; switched on, the held one goes back to pending and runs.
+    """
+    other = f"{org}-b"
+    held, runs = _defer(org, deps, "alpha"), _defer(other, deps, "bravo")
+    deps._llm = llm = CountingLLM()
+    assert _switch(org, deps, False)["enabled"] is False
+
+    drain_due(deps)
+
+    assert _jobs(pool, [held, runs]) == {
+        held: ("held", 0, "model_calls_off"),
+        runs: ("done", 0, ""),
+    }
+    assert llm.calls["bravo"] == 1 and llm.calls["alpha"] == 0
+    drain_due(deps)  # a held job is not claimed again
+    assert _jobs(pool, [held])[held] == ("held", 0, "model_calls_off")
+
+    out = _switch(org, deps, True)
+
+    assert out["released"] == 1 and _jobs(pool, [held])[held] == ("pending", 0, "")
+    assert (held, 0) in queue.sent
+    drain_due(deps)
+    assert _jobs(pool, [held])[held] == ("done", 0, "")
+    assert (llm.calls["bravo"], llm.calls["alpha"]) == (1, 1)
+
+
+def test_a_job_held_by_a_server_that_read_the_switch_late_is_released_by_the_worker(
+    deps, org, queue, pool
+):
+    """GIVEN a server that still reads an org's switch off (its refresh not yet due) after
+    another server switched it back on
+    WHEN that server holds a deferred request, and the worker then drains the queue
+    THEN the worker releases the held job (the switch is on in the table) and it runs."""
+    qid = _defer(org, deps, "charlie")
+    deps._llm = CountingLLM()
+    _switch(org, deps, False)
+    late = Deps(
+        make_settings(model_calls_policy_refresh_seconds=3600),
+        pool=pool,
+        embedder=deps.embedder,
+        llm=deps.llm,
+        queue=queue,
+    )
+    assert late.model_calls_off(org) is True
+    _switch(org, deps, True)  # on another server: `late` reads it within the refresh bound
+
+    assert process_job(late, qid) == "held"
+    assert _jobs(pool, [qid])[qid] == ("held", 0, "model_calls_off")
+
+    drain_due(deps)
+
+    assert _jobs(pool, [qid])[qid] == ("done", 0, "")
+
+
+def test_retry_mine_answers_model_calls_off_while_off_and_requeues_once_on(
+    api, deps, org, queue, pool
+):
+    """GIVEN an agent's failed batch WHEN it asks for a retry with the org switched off, then
+    on THEN the first answer lists it in model_calls_off and leaves it failed; the second
+    requeues it."""
+    agent = Api(api.client, mint_token(deps, org=org, role="writer", subject="agent-s"))
+    msg = [{"role": "user", "content": "hi"}]
+    qid = agent.ok("memory.set_from_messages", messages=msg, defer=True, **BODY)["queue_id"]
+    with pool.connection() as conn:
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET status = 'failed' WHERE queue_id = %s",
+            (qid,),
+        )
+    _switch(org, deps, False)
+
+    out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot", queue_ids=[qid])
+
+    assert (out["model_calls_off"], out["requeued"], out["left_alone"]) == ([qid], [], [])
+    assert _jobs(pool, [qid])[qid][0] == "failed"
+
+    _switch(org, deps, True)
+    out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot", queue_ids=[qid])
+    assert (out["model_calls_off"], out["requeued"]) == ([], [qid])
+
+
+def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_nothing(
+    deps, org, queue, pool
+):
+    """GIVEN 200 deferred requests and two workers draining the queue
+    WHEN the org's model calls are switched off while they run, held jobs are seen, and the
+    switch goes back on
+    THEN every job ends done with no attempt spent, each request's model call was made once,
+    and jobs were held meanwhile.
+    """
+    words = [f"w{i:03d}" for i in range(200)]
+    ids = [_defer(org, deps, w) for w in words]
+    deps._llm = llm = CountingLLM()
+    stop = threading.Event()
+    seen_held: set[str] = set()
+
+    def worker() -> None:
+        while not stop.is_set():
+            drain_due(deps)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        while sum(n for w, n in llm.calls.items() if w in words) < 20:
+            time.sleep(0.01)
+        _switch(org, deps, False)
+        deadline = time.monotonic() + 60
+        while len(seen_held) < 20 and time.monotonic() < deadline:
+            jobs = _jobs(pool, ids)
+            seen_held |= {q for q, (status, _, _) in jobs.items() if status == "held"}
+            assert all(attempts == 0 for _, attempts, _ in jobs.values())
+            time.sleep(0.01)
+        _switch(org, deps, True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if {s for s, _, _ in _jobs(pool, ids).values()} == {"done"}:
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+    jobs = _jobs(pool, ids)
+    assert {s for s, _, _ in jobs.values()} == {"done"}
+    assert all(attempts == 0 for _, attempts, _ in jobs.values())
+    assert len(seen_held) >= 20
+    mine = {w: n for w, n in llm.calls.items() if w in words}  # the queue holds other tests' too
+    assert mine == {w: 1 for w in words}

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from chalicelib import cli
 from chalicelib.auth import local_caller, mint_token
-from chalicelib.deps import Deps
+from chalicelib.deps import Deps, set_deps
 from chalicelib.providers.llm import LLMResult
 from chalicelib.providers.queue import FakeQueue
 from chalicelib.registry import call
@@ -235,3 +236,25 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
     assert len(seen_held) >= 20
     mine = {w: n for w, n in llm.calls.items() if w in words}  # the queue holds other tests' too
     assert mine == {w: 1 for w in words}
+
+
+@pytest.fixture
+def cli_env(monkeypatch, database_url, deps, org):
+    monkeypatch.setenv("LOOM_DATABASE_URL", database_url)
+    monkeypatch.setenv("LOOM_EMBEDDER", "fake")
+    monkeypatch.setenv("LOOM_AUTH", "tokens")
+    yield
+    set_deps(deps)  # the CLI swaps the process-wide Deps
+
+
+def test_loom_model_calls_switches_the_org_off_and_on_audited(cli_env, org, pool, capsys):
+    """GIVEN an org WHEN `loom model-calls off --org ORG`, `status`, then `on` run
+    THEN each prints the org's state, the switch reads off then on, and the two flips are
+    audited."""
+    assert cli.main(["model-calls", "off", "--org", org]) == 0
+    assert cli.main(["model-calls", "status", "--org", org]) == 0
+    assert cli.main(["model-calls", "on", "--org", org]) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"model calls of {org}: {s}" for s in ("off", "off", "on")]
+    assert [r["op"] for r in audit_rows(pool, org)] == ["model_calls.set", "model_calls.set"]

@@ -3,9 +3,10 @@ off: deferred replays wait held (no attempt spent) and run once it is back on.""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 import pytest
@@ -13,12 +14,13 @@ import pytest
 from chalicelib import cli
 from chalicelib.auth import local_caller, mint_token
 from chalicelib.deps import Deps, set_deps
-from chalicelib.providers.llm import LLMResult
+from chalicelib.providers.llm import LLMResult, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue
 from chalicelib.registry import call
 from chalicelib.workers.extraction_queue import drain_due, process_job
-from tests.conftest import Api, make_settings
+from tests.conftest import Api, live_setting, make_settings
 from tests.integration.test_memory_support import Mem, audit_rows
+from tests.integration.test_session_support import POLICY, Briefs, brief_rows, ev
 from tests.queue_worker import OneFactLLM
 
 BODY = {"namespace": "q", "agent": "bot", "user_id": "u1"}
@@ -258,3 +260,79 @@ def test_loom_model_calls_switches_the_org_off_and_on_audited(cli_env, org, pool
     out = capsys.readouterr().out.splitlines()
     assert out == [f"model calls of {org}: {s}" for s in ("off", "off", "on")]
     assert [r["op"] for r in audit_rows(pool, org)] == ["model_calls.set", "model_calls.set"]
+
+
+class SwitchingLLM:
+    """Answers brief sections; its first call switches the org's model calls off."""
+
+    name = "switching"
+    answers = True
+
+    def __init__(self, org: str, deps: Deps):
+        self.org, self.deps = org, deps
+        self.prompts: list[str] = []
+
+    def complete(self, system: str, user: str, **kw: Any) -> LLMResult:
+        if not self.prompts:
+            _switch(self.org, self.deps, False)
+        self.prompts.append(user)
+        data = {"goal": f"goal {len(self.prompts)}"}
+        return LLMResult(json.dumps(data), data, 10, 5, self.name)
+
+
+BRIEF_EVENTS = [ev("user", f"step {i} " + "y" * 480) for i in range(6)]
+
+
+@pytest.fixture
+def briefs(api, deps, org):
+    deps._policy_lookup = lambda org, ns: POLICY
+    return Briefs.open(api, deps, org)
+
+
+def test_a_brief_of_events_alone_switched_off_before_its_first_window_is_not_revised(
+    briefs, deps, org, pool
+):
+    """GIVEN an operator policy, a working model, and the org's model calls switched off
+    WHEN events alone are saved
+    THEN the model is not called and the save answers changed false, reason not-revised,
+    writing nothing."""
+    deps._llm = llm = SwitchingLLM(org, deps)
+    _switch(org, deps, False)
+
+    out = briefs.save(brief_key="k", events=BRIEF_EVENTS)
+
+    assert (out["changed"], out["reason"], out["revision"]) == (False, "not-revised", 0)
+    assert llm.prompts == [] and brief_rows(pool, org) == []
+
+
+def test_a_brief_switched_off_after_its_first_window_keeps_it_and_revises_no_more(
+    briefs, deps, org, pool
+):
+    """GIVEN an operator policy and events that make three windows
+    WHEN the org's model calls are switched off during the first window's call
+    THEN that window's revision is written (author llm) and no other window is asked."""
+    deps._llm = llm = SwitchingLLM(org, deps)
+
+    with live_setting(pool, session_brief_window_chars="1000"):
+        out = briefs.save(brief_key="k", events=BRIEF_EVENTS)
+
+    assert (out["changed"], out["author"]) == (True, "llm")
+    assert "goal 1" in out["rendered"] and len(llm.prompts) == 1
+
+
+def test_ask_while_off_answers_its_passages_alone_with_the_reason(api, deps, org):
+    """GIVEN a memory and a working model WHEN memory.ask synthesizes with the org's model
+    calls switched off, then on THEN the first makes no call and answers the passages with
+    answer_error naming model_calls_off; the second answers from the model."""
+    m = Mem.open(api, deps, org)
+    m.set("user/drink", "The user drinks oat milk.")
+    deps._llm = llm = ScriptedLLM(replies=deque(["Oat milk [1]."]))
+    _switch(org, deps, False)
+
+    out = m.ok("memory.ask", as_="viewer", question="what does the user drink", synthesize=True)
+
+    assert out["answer"] is None and "model_calls_off" in out["answer_error"]
+    assert out["passages"] and llm.prompts == []
+    _switch(org, deps, True)
+    out = m.ok("memory.ask", as_="viewer", question="what does the user drink", synthesize=True)
+    assert out["answer"] == "Oat milk [1]."

@@ -195,6 +195,18 @@ class Deps:
         it (within LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS); 503 when unread for too long."""
         return self.policies.calls_off(org)
 
+    def require_model_calls(self, org: str) -> None:
+        """503 (code model_calls_off) while the org's model calls are switched off: the client
+        sends the request again once they are back on."""
+        from chalicelib.errors import UnavailableError
+
+        if self.model_calls_off(org):
+            raise UnavailableError(
+                f"the model calls of org {org!r} are switched off by its admin; send the"
+                " request again once they are back on",
+                code="model_calls_off",
+            )
+
     def extraction_policy(self, org: str, namespace: str) -> str | None:
         """The operator's extraction policy in force for a namespace, if any; 503 when the
         policies could not be read for too long."""

@@ -19,7 +19,10 @@ from chalicelib.providers.queue import FakeQueue
 from chalicelib.registry import call
 from chalicelib.workers.extraction_queue import drain_due, process_job
 from tests.conftest import Api, live_setting, make_settings
+from tests.integration.test_compaction import build, compact
+from tests.integration.test_conversation_support import snapshot
 from tests.integration.test_memory_support import Mem, audit_rows
+from tests.integration.test_saved_support import SUMMARY, open_tenant
 from tests.integration.test_session_support import POLICY, Briefs, brief_rows, ev
 from tests.queue_worker import OneFactLLM
 
@@ -336,3 +339,27 @@ def test_ask_while_off_answers_its_passages_alone_with_the_reason(api, deps, org
     _switch(org, deps, True)
     out = m.ok("memory.ask", as_="viewer", question="what does the user drink", synthesize=True)
     assert out["answer"] == "Oat milk [1]."
+
+
+def test_inline_extraction_and_compaction_while_off_answer_503_and_call_no_model(
+    api, deps, org, pool
+):
+    """GIVEN a working model and the org's model calls switched off
+    WHEN a writer extracts inline and compacts a thread of 20 turns
+    THEN each answers 503 with code model_calls_off, no model is called and the thread is
+    unchanged; switched on, the same compaction runs."""
+    t = open_tenant(api, deps, org)
+    build(t, 20)
+    deps._llm = llm = ScriptedLLM(replies=deque([SUMMARY]))
+    m = Mem.open(api, deps, org)
+    _switch(org, deps, False)
+    before = snapshot(pool, org)
+
+    status, body = m.extract([{"role": "user", "content": "I moved to Lisbon."}])
+    assert (status, body.get("error", {}).get("code")) == (503, "model_calls_off"), body
+    status, body = compact(t)
+    assert (status, body.get("error", {}).get("code")) == (503, "model_calls_off"), body
+    assert llm.prompts == [] and snapshot(pool, org) == before
+
+    _switch(org, deps, True)
+    assert compact(t)[1]["compacted"] is True

@@ -187,6 +187,7 @@ class Deps:
     def _read_calls_off(self) -> frozenset[str]:
         from chalicelib.store.model_calls import orgs_off
 
+        self.hooks.at("model_calls.read")
         with self.pool.connection() as conn:
             return orgs_off(conn)
 

@@ -13,6 +13,7 @@ POINTS = {
     "extraction_policy.counted": "once a namespace policy set has counted the org's (org)",
     "guard_sweep.read": "once the guard sweep has read a batch, before it withdraws (rows)",
     "entities.read": "once the entity extractor has read a batch, before it writes (rows)",
+    "model_calls.read": "before a server reads which orgs' model calls are off ()",
     "memories.locked": "once a memory write has read its keys' rows, locked (org, keys)",
     "observe.claimed": "once an observe pass has claimed its sessions (rows)",
     "observe.read": "once an observe pass has read a session's observations (org, session_id)",

@@ -59,8 +59,9 @@ class PolicyCache:
                     logger.warning("extraction policies unreadable", extra={"error": str(exc)})
             if self._read_at is None or now - self._read_at > self._max_stale():
                 raise UnavailableError(
-                    "extraction policies could not be read recently; model calls that must"
-                    " follow them are refused until they can. Try again shortly."
+                    "extraction policies and the model-calls switch could not be read recently;"
+                    " model calls that must follow them are refused until they can. Try again"
+                    " shortly."
                 )
             return self._policies
 

@@ -14,6 +14,7 @@ import pytest
 from chalicelib import cli
 from chalicelib.auth import local_caller, mint_token
 from chalicelib.deps import Deps, set_deps
+from chalicelib.hooks import Hooks
 from chalicelib.providers.llm import LLMResult, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue
 from chalicelib.registry import call
@@ -21,6 +22,7 @@ from chalicelib.workers.extraction_queue import drain_due, process_job
 from tests.conftest import Api, live_setting, make_settings
 from tests.integration.test_compaction import build, compact
 from tests.integration.test_conversation_support import snapshot
+from tests.integration.test_extraction_policy import serving
 from tests.integration.test_memory_support import Mem, audit_rows
 from tests.integration.test_saved_support import SUMMARY, open_tenant
 from tests.integration.test_session_support import POLICY, Briefs, brief_rows, ev
@@ -373,3 +375,80 @@ def test_inline_extraction_and_compaction_while_off_answer_503_and_call_no_model
 
     _switch(org, deps, True)
     assert compact(t)[1]["compacted"] is True
+
+
+class SwitchRead:
+    """The server's read of the switch from the store, failing while told to."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def __call__(self) -> None:
+        if self.failing:
+            raise ConnectionError("loom.model_calls_off unreachable")
+
+
+def _unread_server(pool, embedder, queue, read: SwitchRead) -> Deps:
+    """A server that reads the switch on every call and refuses once it is unread at all."""
+    hooks = Hooks()
+    hooks.on("model_calls.read", read)
+    settings = make_settings(
+        model_calls_policy_refresh_seconds=0,
+        model_calls_policy_max_stale_seconds=0,
+        extraction_queue_delay_scale=0.001,
+    )
+    return Deps(settings, pool=pool, embedder=embedder, llm=CountingLLM(), queue=queue, hooks=hooks)
+
+
+def test_with_the_switch_unread_past_the_stale_bound_inline_extraction_answers_503(
+    api, deps, org, pool, embedder, queue
+):
+    """GIVEN a server whose reads of the switch start failing, with a stale bound of 0 s
+    WHEN a writer extracts inline, then again once the switch is read
+    THEN the first answers 503 naming the unread switch and makes no model call; the second
+    answers 200 and makes its call."""
+    m = Mem.open(api, deps, org)
+    read = SwitchRead()
+    server = _unread_server(pool, embedder, queue, read)
+    llm = server.llm
+    assert isinstance(llm, CountingLLM)
+
+    with serving(server):
+        read.failing = True
+        status, body = m.extract([{"role": "user", "content": "lisbon is home now"}])
+        assert (status, body["error"]["code"]) == (503, "unavailable"), body
+        assert "model-calls switch" in body["error"]["message"]
+        assert llm.calls == {}
+
+        read.failing = False
+        m.extract_ok([{"role": "user", "content": "porto is home now"}])
+    assert llm.calls == {"porto": 1}
+
+
+def test_with_the_switch_unread_the_worker_calls_no_model_and_spends_no_attempt(
+    deps, org, pool, embedder, queue
+):
+    """GIVEN a deferred request and a worker whose reads of the switch fail past the bound
+    WHEN it runs the job, then again once the switch is read
+    THEN the first run makes no model call, spends no attempt and leaves the job pending with
+    the reason as last error; the second runs it, one model call in all."""
+    qid = _defer(org, deps, "delta")
+    read = SwitchRead()
+    worker = _unread_server(pool, embedder, queue, read)
+    llm = worker.llm
+    assert isinstance(llm, CountingLLM)
+    read.failing = True
+
+    assert process_job(worker, qid) == "retry"
+
+    with pool.connection() as conn:
+        error = conn.execute(
+            "SELECT last_error FROM loom.memory_extraction_queue WHERE queue_id = %s", (qid,)
+        ).fetchone()[0]
+    assert _jobs(pool, [qid])[qid] == ("pending", 0, "")
+    assert "model-calls switch" in error and llm.calls == {}
+
+    read.failing = False
+    time.sleep(0.1)  # its retry waits 15 s scaled by 0.001
+    assert process_job(worker, qid) == "done"
+    assert _jobs(pool, [qid])[qid] == ("done", 0, "") and llm.calls == {"delta": 1}

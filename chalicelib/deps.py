@@ -196,6 +196,11 @@ class Deps:
         it (within LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS); 503 when unread for too long."""
         return self.policies.calls_off(org)
 
+    def orgs_with_calls_off(self) -> frozenset[str]:
+        """Every org whose model calls are switched off, as this server last read it; 503 when
+        unread for too long."""
+        return self.policies.orgs_off()
+
     def require_model_calls(self, org: str) -> None:
         """503 (code model_calls_off) while the org's model calls are switched off: the client
         sends the request again once they are back on."""

@@ -65,6 +65,12 @@ class PolicyCache:
                 )
             return self._policies
 
+    def orgs_off(self) -> frozenset[str]:
+        """Every org whose model calls are switched off (503 when unread for too long)."""
+        self._current()
+        with self._lock:
+            return self._off
+
     def calls_off(self, org: str) -> bool:
         """Whether the org's model calls are switched off (503 when unread for too long)."""
         self._current()

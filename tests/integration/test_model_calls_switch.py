@@ -15,15 +15,18 @@ from chalicelib import cli
 from chalicelib.auth import local_caller, mint_token
 from chalicelib.deps import Deps, set_deps
 from chalicelib.hooks import Hooks
+from chalicelib.ops.reextract import reextract_namespace
 from chalicelib.providers.llm import LLMResult, ScriptedLLM
 from chalicelib.providers.queue import FakeQueue
 from chalicelib.registry import call
 from chalicelib.workers.extraction_queue import drain_due, process_job
+from chalicelib.workers.observe_extract import distil_sessions
 from tests.conftest import Api, live_setting, make_settings
+from tests.integration import test_observe_passes as obs
 from tests.integration.test_compaction import build, compact
 from tests.integration.test_conversation_support import snapshot
 from tests.integration.test_extraction_policy import serving
-from tests.integration.test_memory_support import Mem, audit_rows
+from tests.integration.test_memory_support import NS, Mem, audit_rows, reply, scripted
 from tests.integration.test_saved_support import SUMMARY, open_tenant
 from tests.integration.test_session_support import POLICY, Briefs, brief_rows, ev
 from tests.queue_worker import OneFactLLM
@@ -452,3 +455,82 @@ def test_with_the_switch_unread_the_worker_calls_no_model_and_spends_no_attempt(
     time.sleep(0.1)  # its retry waits 15 s scaled by 0.001
     assert process_job(worker, qid) == "done"
     assert _jobs(pool, [qid])[qid] == ("done", 0, "") and llm.calls == {"delta": 1}
+
+
+def test_while_off_the_observe_worker_distils_none_of_the_orgs_sessions_and_others_go_first(
+    deps, org, pool
+):
+    """GIVEN two crystallized sessions of an org switched off, then one of another org, and
+    one session a pass
+    WHEN the observe worker runs its passes, then the org is switched back on
+    THEN the other org's session is distilled while the off org's are neither sent to the
+    model nor marked distilled, and take no pass's slot; switched on, each is distilled in
+    one call."""
+    other = f"{org}-b"
+    deps._llm = llm = obs.CountingLLM(org)
+    off = [f"{org[-6:]}-off{i}" for i in range(2)]
+    runs = f"{org[-6:]}-runs"
+    for mark in off:
+        obs._session(deps, org, mark, 2)
+    obs._session(deps, other, runs, 2)
+    _switch(org, deps, False)
+
+    with live_setting(
+        pool, observe_extract_enabled="true", observe_extract_max_sessions_per_pass="1"
+    ):
+        for _ in range(20):
+            distil_sessions(deps)
+            if obs._distilled(pool, other, runs)[0] == 2:
+                break
+        assert obs._distilled(pool, other, runs) == (2, 2)
+        assert [obs._distilled(pool, org, m) for m in off] == [(0, 2), (0, 2)]
+        assert [llm.calls_for(m) for m in off] == [[], []]
+
+        _switch(org, deps, True)
+        for _ in range(20):
+            distil_sessions(deps)
+            if all(obs._distilled(pool, org, m)[0] == 2 for m in off):
+                break
+    assert [obs._distilled(pool, org, m) for m in off] == [(2, 2), (2, 2)]
+    assert [llm.calls_for(m) for m in off] == [[2], [2]]
+
+
+def test_with_the_switch_unread_the_observe_worker_distils_nothing(
+    deps, org, pool, embedder, queue
+):
+    """GIVEN a crystallized session and an observe worker whose reads of the switch fail past
+    the bound WHEN it runs a pass THEN the session waits: no model call, nothing marked
+    distilled."""
+    mark = f"{org[-6:]}-unread"
+    obs._session(deps, org, mark, 2)
+    read = SwitchRead()
+    worker = _unread_server(pool, embedder, queue, read)
+    worker._llm = llm = obs.CountingLLM(org)
+    read.failing = True
+
+    with live_setting(pool, observe_extract_enabled="true"):
+        for _ in range(3):
+            distil_sessions(worker)
+        assert llm.calls_for(mark) == [] and obs._distilled(pool, org, mark) == (0, 2)
+        read.failing = False
+        for _ in range(20):
+            distil_sessions(worker)
+            if obs._distilled(pool, org, mark)[0] == 2:
+                break
+    assert llm.calls_for(mark) == [2]
+
+
+def test_reextract_while_off_calls_no_model_and_names_each_request(api, deps, org):
+    """GIVEN a namespace with an extracted transcript WHEN it is re-extracted with the org's
+    model calls switched off THEN no model is called and the request is named failed with
+    model_calls_off's reason; nothing is written."""
+    m = Mem.open(api, deps, org)
+    llm = scripted(deps, reply())
+    m.extract_ok([{"role": "user", "content": "I moved to Lisbon."}])
+    _switch(org, deps, False)
+
+    done = reextract_namespace(deps, org, NS, "ns-again")
+
+    assert len(llm.prompts) == 1  # the first extraction only
+    assert done.requests == 1 and len(done.failed) == 1
+    assert "switched off" in done.failed[0][1] and not done.verdicts

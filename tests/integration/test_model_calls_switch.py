@@ -213,14 +213,18 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
     """GIVEN 200 deferred requests and two workers draining the queue
     WHEN the org's model calls are switched off while they run, held jobs are seen, and the
     switch goes back on
-    THEN every job ends done with no attempt spent, each request's model call was made once,
-    and jobs were held meanwhile.
+    THEN every job ends done with no attempt spent and its fact created (a job run twice
+    would record `unchanged`), each request's model call was made once, jobs were held
+    meanwhile, and no call was made while off but those already past the check (one a worker).
     """
     words = [f"w{i:03d}" for i in range(200)]
     ids = [_defer(org, deps, w) for w in words]
     deps._llm = llm = CountingLLM()
     stop = threading.Event()
     seen_held: set[str] = set()
+
+    def made() -> int:
+        return sum(n for w, n in llm.calls.items() if w in words)
 
     def worker() -> None:
         while not stop.is_set():
@@ -230,15 +234,17 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
     for t in threads:
         t.start()
     try:
-        while sum(n for w, n in llm.calls.items() if w in words) < 20:
+        while made() < 20:
             time.sleep(0.01)
         _switch(org, deps, False)
+        made_when_off = made()
         deadline = time.monotonic() + 60
         while len(seen_held) < 20 and time.monotonic() < deadline:
             jobs = _jobs(pool, ids)
             seen_held |= {q for q, (status, _, _) in jobs.items() if status == "held"}
             assert all(attempts == 0 for _, attempts, _ in jobs.values())
             time.sleep(0.01)
+        made_while_off = made() - made_when_off
         _switch(org, deps, True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -253,9 +259,20 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
     jobs = _jobs(pool, ids)
     assert {s for s, _, _ in jobs.values()} == {"done"}
     assert all(attempts == 0 for _, attempts, _ in jobs.values())
-    assert len(seen_held) >= 20
+    assert len(seen_held) >= 20 and made_while_off <= len(threads)
     mine = {w: n for w, n in llm.calls.items() if w in words}  # the queue holds other tests' too
     assert mine == {w: 1 for w in words}
+    assert set(_verdicts(pool, ids).values()) == {("created",)}
+
+
+def _verdicts(pool, ids: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each job's recorded verdicts: what its last recorded run wrote."""
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT queue_id, result FROM loom.memory_extraction_queue WHERE queue_id = ANY(%s)",
+            (ids,),
+        ).fetchall()
+    return {r[0]: tuple(w["conflict_verdict"] for w in r[1]["written"]) for r in rows}
 
 
 @pytest.fixture

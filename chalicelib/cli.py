@@ -469,6 +469,26 @@ def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
+def cmd_model_calls(args: argparse.Namespace, deps: Deps) -> int:
+    """Switch every model call of an org off or on (model_calls.set, audited), or show it."""
+    from chalicelib.auth import check_name, local_caller
+    from chalicelib.registry import call
+    from chalicelib.web import load_ops
+
+    load_ops()
+    check_name("--org", args.org)
+    caller = local_caller(args.org)
+    if args.state == "status":
+        out = call("model_calls.get", {"org": args.org}, caller, deps).body
+    else:
+        body = {"org": args.org, "enabled": args.state == "on"}
+        out = call("model_calls.set", body, caller, deps).body
+    state = "on" if out["enabled"] else "off"
+    released = f"; {out['released']} held requests released" if out.get("released") else ""
+    print(f"model calls of {args.org}: {state}{released}")
+    return 0
+
+
 def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     """Extract a namespace's recorded transcripts again into a fresh namespace, each request
     with what its first extraction read; prints what it wrote. Exit 1 when a request failed."""
@@ -584,6 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ingest_transcript(sub)
     _add_drops(sub)
     _add_reextract(sub)
+    _add_model_calls(sub)
     _add_demote_activity_narration(sub)
     return parser
 
@@ -693,6 +714,13 @@ def _add_drops(sub: Subparsers) -> None:
         "--hours", type=_int_between(1, 720, " (drops are kept 30 days)"), default=24
     )
     drops.set_defaults(fn=cmd_drops)
+
+
+def _add_model_calls(sub: Subparsers) -> None:
+    switch = sub.add_parser("model-calls", help="switch every model call of an org off or on")
+    switch.add_argument("state", choices=("off", "on", "status"))
+    switch.add_argument("--org", required=True)
+    switch.set_defaults(fn=cmd_model_calls)
 
 
 def _add_reextract(sub: Subparsers) -> None:
@@ -809,6 +837,7 @@ ADMIN_COMMANDS = (
     "drops",
     "reextract",
     "demote-activity-narration",
+    "model-calls",
 )
 
 

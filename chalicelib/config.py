@@ -183,6 +183,10 @@ class Settings(BaseSettings):
     extraction_queue_batch: int = Field(default=10, ge=1, le=100)
     # Multiplies every retry delay (15 s, 1, 5, 30 min); below 1 only in tests and benchmarks.
     extraction_queue_delay_scale: float = Field(default=1.0, gt=0, le=1.0)
+    # A replay the model gateway asked to wait (429) with no Retry-After waits held this long;
+    # one it refused (403) is held this long, then its model call is tried again.
+    extraction_queue_gateway_wait_seconds: float = Field(default=60.0, ge=1)
+    extraction_queue_gateway_refused_seconds: float = Field(default=900.0, ge=1)
     # How long the extraction response cache (loom.extraction_cache) serves an answer; the
     # retention worker removes older ones.
     extraction_cache_ttl_days: int = Field(default=30, ge=1, le=36500)

@@ -174,6 +174,7 @@ class Deps:
                     self._policy_reader or self._read_policies,
                     refresh_seconds=lambda: self.settings.model_calls_policy_refresh_seconds,
                     max_stale_seconds=lambda: self.settings.model_calls_policy_max_stale_seconds,
+                    read_off=self._read_calls_off,
                 )
             return self._policies
 
@@ -182,6 +183,35 @@ class Deps:
 
         with self.pool.connection() as conn:
             return all_policies(conn)
+
+    def _read_calls_off(self) -> frozenset[str]:
+        from chalicelib.store.model_calls import orgs_off
+
+        self.hooks.at("model_calls.read")
+        with self.pool.connection() as conn:
+            return orgs_off(conn)
+
+    def model_calls_off(self, org: str) -> bool:
+        """Whether an org admin switched the org's model calls off, as this server last read
+        it (within LOOM_MODEL_CALLS_POLICY_REFRESH_SECONDS); 503 when unread for too long."""
+        return self.policies.calls_off(org)
+
+    def orgs_with_calls_off(self) -> frozenset[str]:
+        """Every org whose model calls are switched off, as this server last read it; 503 when
+        unread for too long."""
+        return self.policies.orgs_off()
+
+    def require_model_calls(self, org: str) -> None:
+        """503 (code model_calls_off) while the org's model calls are switched off: the client
+        sends the request again once they are back on."""
+        from chalicelib.errors import UnavailableError
+
+        if self.model_calls_off(org):
+            raise UnavailableError(
+                f"the model calls of org {org!r} are switched off by its admin; send the"
+                " request again once they are back on",
+                code="model_calls_off",
+            )
 
     def extraction_policy(self, org: str, namespace: str) -> str | None:
         """The operator's extraction policy in force for a namespace, if any; 503 when the

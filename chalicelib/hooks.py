@@ -15,6 +15,7 @@ POINTS = {
     "entities.read": "once the entity extractor has read a batch, before it writes (rows)",
     "learnings.supporter_written": "once a filing has written its supporter row, before it"
     " writes the candidate again (candidate_id)",
+    "model_calls.read": "before a server reads which orgs' model calls are off ()",
     "memories.locked": "once a memory write has read its keys' rows, locked (org, keys)",
     "observe.claimed": "once an observe pass has claimed its sessions (rows)",
     "observe.read": "once an observe pass has read a session's observations (org, session_id)",

@@ -28,13 +28,16 @@ class PolicyCache:
         refresh_seconds: Callable[[], float],
         max_stale_seconds: Callable[[], float],
         clock: Callable[[], float] = time.monotonic,
+        read_off: Callable[[], frozenset[str]] = frozenset,
     ):
         self._read = read
+        self._read_off = read_off
         self._refresh = refresh_seconds
         self._max_stale = max_stale_seconds
         self._clock = clock
         self._lock = threading.Lock()
         self._policies: Policies = {}
+        self._off: frozenset[str] = frozenset()  # orgs whose model calls are switched off
         self._read_at: float | None = None  # last successful read
         self._tried_at: float | None = None
 
@@ -50,15 +53,29 @@ class PolicyCache:
             if due:
                 self._tried_at = now
                 try:
-                    self._policies, self._read_at = self._read(), now
+                    policies, off = self._read(), self._read_off()
+                    self._policies, self._off, self._read_at = policies, off, now
                 except Exception as exc:  # any failure to read counts toward staleness
                     logger.warning("extraction policies unreadable", extra={"error": str(exc)})
             if self._read_at is None or now - self._read_at > self._max_stale():
                 raise UnavailableError(
-                    "extraction policies could not be read recently; model calls that must"
-                    " follow them are refused until they can. Try again shortly."
+                    "extraction policies and the model-calls switch could not be read recently;"
+                    " model calls that must follow them are refused until they can. Try again"
+                    " shortly."
                 )
             return self._policies
+
+    def orgs_off(self) -> frozenset[str]:
+        """Every org whose model calls are switched off (503 when unread for too long)."""
+        self._current()
+        with self._lock:
+            return self._off
+
+    def calls_off(self, org: str) -> bool:
+        """Whether the org's model calls are switched off (503 when unread for too long)."""
+        self._current()
+        with self._lock:
+            return org in self._off
 
     def effective(self, org: str, namespace: str) -> str | None:
         """The org's policy, then the namespace's additions; None when neither is set."""

@@ -24,6 +24,11 @@ class OpenAIStub:
         # Models this provider does not serve: a request naming one is answered 404, as OpenAI
         # answers a model that does not exist.
         self.missing_models: set[str] = set()
+        # A gateway's answer to a chat request: (status, headers) to answer it with instead,
+        # or None to let it through (a 429 asking to wait, a 403 refusing the caller).
+        self.gateway: Callable[[dict[str, Any]], tuple[int, dict[str, str]] | None] = lambda req: (
+            None
+        )
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,6 +42,9 @@ class OpenAIStub:
                     stub.fail_next -= 1
                     error = {"message": stub.fail_message, "type": "invalid_request_error"}
                     self._send(stub.fail_status, {"error": error})
+                elif (held := stub.gateway(body)) is not None:
+                    error = {"message": "held by the gateway", "type": "rate_limit_error"}
+                    self._send(held[0], {"error": error}, held[1])
                 elif body.get("model") in stub.missing_models:
                     said = f"The model `{body['model']}` does not exist"
                     error = {"message": said, "type": "invalid_request_error"}
@@ -48,9 +56,13 @@ class OpenAIStub:
                 else:
                     self._send(404, {"error": {"message": "no such path"}})
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -4,6 +4,7 @@ named model the provider does not serve gives way to the deployment's."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -41,12 +42,16 @@ def revise(
     stored: BriefSections,
     windows: list[list[BriefEvent]],
     policy: str | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> Revision:
     """Revise window by window; a model error or an answer that does not parse skips it.
-    An operator's extraction policy ends the system prompt."""
+    An operator's extraction policy ends the system prompt. Once `stop` says so (the org's
+    model calls switched off) no further window is asked: those revised are kept."""
     system = REVISER_SYSTEM + (policy_block(policy) if policy else "")
     out = Revision(sections=stored, model=model)
     for window in windows:
+        if stop():
+            break
         out.windows += 1
         prompt = f"Current brief:\n{out.sections.model_dump_json()}\n\nEvents:\n" + "\n".join(
             event_line(e) for e in window

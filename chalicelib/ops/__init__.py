@@ -12,6 +12,7 @@ from chalicelib.ops import (  # noqa: F401
     extraction,
     extraction_policy,
     extraction_status,
+    model_calls,
     memory,
     knowledge,
     learnings,

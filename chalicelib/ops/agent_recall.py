@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints
 
 from chalicelib.concurrent_work import run_concurrently
 from chalicelib.cursors import decode_key, encode_key
+from chalicelib.errors import UnavailableError
 from chalicelib.ops.agent_context import KNOWLEDGE_TOP_K, USER_SCOPES, memory_search
 from chalicelib.ops.common import AgentScoped, Ident, OpOutput
 from chalicelib.ops.memory import read_users, shows_high
@@ -110,11 +111,18 @@ def _knowledge_passages(inp: AskInput, ctx: OpContext) -> list[Passage]:
     return passages
 
 
-def _synthesized(ctx: OpContext, question: str, passages: list[Passage]) -> tuple[str, str]:
+def _synthesized(
+    ctx: OpContext, org: str, question: str, passages: list[Passage]
+) -> tuple[str, str]:
     """The model's answer from the passages, or why there is none (the passages stand alone)."""
     llm = ctx.deps.llm
     if not llm.answers:
         return "", "no model is configured (LOOM_LLM_PROVIDER)"
+    try:
+        if ctx.deps.model_calls_off(org):
+            return "", "the org's model calls are switched off (model_calls_off)"
+    except UnavailableError as exc:  # the switch unread for too long: no call, fail open
+        return "", exc.message
     if not passages:
         return "", "no passage to answer from"
     numbered = "\n\n".join(f"[{i}] ({p.source}) {p.text}" for i, p in enumerate(passages, 1))
@@ -142,7 +150,7 @@ def memory_ask(inp: AskInput, ctx: OpContext) -> AskOutput:
     passages.sort(key=lambda p: (not p.whole_document, -p.score))
     out = AskOutput(passages=passages, pending_extraction=pending)
     if inp.synthesize:
-        answer, error = _synthesized(ctx, inp.question, passages)
+        answer, error = _synthesized(ctx, inp.org, inp.question, passages)
         out.answer, out.answer_error = (answer or None), (error or None)
     return out
 

@@ -219,6 +219,7 @@ def _window_refusal(w: Window, min_to_compact: int) -> str | None:
 def _summarise(deps: Deps, inp: CompactInput, w: Window, prompt_chars: int) -> LLMResult:
     """The summarizer's answer, under the namespace's extraction policy."""
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    deps.require_model_calls(inp.org)
     system = SUMMARIZER_SYSTEM + (policy_block(policy) if policy else "")
     try:
         return deps.llm.complete(system, _prompt(w, prompt_chars))

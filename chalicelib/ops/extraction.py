@@ -141,6 +141,7 @@ def set_from_messages(inp: SetFromMessagesInput, ctx: OpContext) -> SetFromMessa
     if deferred_by is not None:
         return _enqueue(inp, ctx, deferred_by)
     policy = deps.extraction_policy(inp.org, inp.namespace)  # 503 when policies are stale
+    deps.require_model_calls(inp.org)
     with autocommit_connection(deps.pool) as conn:
         began = database_clock(conn)
     now = inp.request_time or deps.clock()

@@ -122,15 +122,18 @@ def extraction_retry_mine(inp: MineInput, ctx: OpContext) -> RetryOutput:
         if r["status"] == "failed" and (now - r["created_at"]).days >= EXPIRED_DAYS
     ]  # fmt: skip
     failed = [q for q, r in mine.items() if r["status"] == "failed" and q not in expired]
+    off: list[str] = []
+    if failed and ctx.deps.model_calls_off(inp.org):  # no new retry while switched off
+        failed, off = [], failed
     with ctx.deps.pool.connection() as conn:
         requeued = store.request_retry(conn, failed, EXPIRED_DAYS)
     for queue_id in requeued:
         send_committed(ctx.deps.queue, queue_id)
-    done = set(requeued) | set(expired)
+    done = set(requeued) | set(expired) | set(off)
     return RetryOutput(
         requeued=[q for q in inp.queue_ids if q in requeued],
         expired=[q for q in inp.queue_ids if q in expired],
-        model_calls_off=[],
+        model_calls_off=[q for q in inp.queue_ids if q in off],
         left_alone=[q for q in inp.queue_ids if q in mine and q not in done],
         unknown=[q for q in inp.queue_ids if q not in mine],
     )

@@ -265,8 +265,16 @@ def _model_revision(
     use_llm = live.session_brief_llm if inp.use_llm is None else inp.use_llm
     if not (inp.events and use_llm and llm.answers):
         return None
+
+    def switched_off() -> bool:
+        return ctx.deps.model_calls_off(inp.org)
+
+    if switched_off():  # off before the first window: as with no model to call
+        return None
     chunks = windows(inp.events, live.session_brief_window_chars, live.session_brief_max_windows)
-    result = revise(llm, live.session_brief_llm_model or None, stored, chunks, policy)
+    result = revise(
+        llm, live.session_brief_llm_model or None, stored, chunks, policy, stop=switched_off
+    )
     stats.windows, stats.windows_failed = result.windows, result.failed
     stats.tokens_in, stats.tokens_out = result.tokens_in, result.tokens_out
     stats.model = result.model or llm.name

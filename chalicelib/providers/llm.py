@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
+import math
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from chalicelib.observability import logger
@@ -23,6 +26,20 @@ class ModelNotFoundError(LLMError):
 class LLMUnavailableError(LLMError):
     """The provider could not be reached (no connection, a timeout, 502, 503 or 504): worth
     trying again later, and no attempt of a queued job is spent on it."""
+
+
+class LLMHeldError(LLMError):
+    """The model gateway held the call for the identity it was made under: asked to wait
+    (429, `reason` gateway_wait, `retry_after` seconds when it said so in Retry-After) or
+    refused (403, gateway_refused). A queued job waits held, no attempt spent."""
+
+    def __init__(self, message: str, *, reason: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.reason, self.retry_after = reason, retry_after
+
+
+GATEWAY_WAIT = "gateway_wait"
+GATEWAY_REFUSED = "gateway_refused"
 
 
 class UnparsableAnswerError(LLMError):
@@ -115,6 +132,9 @@ class OpenAILLM:
             said = failure_text(exc, "model provider")  # reaches tenants: no provider text
             if _unreachable(exc):
                 raise LLMUnavailableError(said) from exc
+            held = _gateway_hold(exc)
+            if held is not None:
+                raise LLMHeldError(said, reason=held, retry_after=_retry_after(exc)) from exc
             if _model_not_served(exc):
                 raise ModelNotFoundError(said) from exc
             raise LLMError(said) from exc
@@ -143,6 +163,43 @@ def _unreachable(exc: Exception) -> bool:
     if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code in (502, 503, 504)
+
+
+def _gateway_hold(exc: Exception) -> str | None:
+    """429: the gateway asks the caller to wait; 403: it refuses the caller's identity."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    return {429: GATEWAY_WAIT, 403: GATEWAY_REFUSED}.get(exc.status_code)
+
+
+def _retry_after(exc: Any) -> float | None:
+    """The wait a 429 asked for, in seconds: Retry-After-Ms, Retry-After as seconds or as an
+    HTTP date; None when it named none (or one that does not parse)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            if header == "retry-after-ms":
+                continue
+            return _http_date_wait(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None
+
+
+def _http_date_wait(value: str) -> float | None:
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _model_not_served(exc: Exception) -> bool:

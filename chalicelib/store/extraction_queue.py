@@ -11,6 +11,22 @@ from psycopg.types.json import Jsonb
 
 from chalicelib.store.job_claims import CLAIM_SET, LOST_WORKER
 
+# The reasons the model gateway holds a job for (providers.llm): each hold ends at not_before.
+GATEWAY_REASONS = ("gateway_wait", "gateway_refused")
+_GATEWAY = "('gateway_wait', 'gateway_refused')"
+# A job whose gateway hold ended (q: the job's row; {now}: the time compared with).
+_GATEWAY_HOLD_ENDED = (
+    "q.status = 'held' AND q.held_reason IN " + _GATEWAY + " AND q.not_before <= {now}"
+)
+# Another job of the same enqueuer in the same namespace that the gateway still holds: while
+# one is, the worker claims none of that enqueuer's requests there.
+_ENQUEUER_HELD = (
+    "EXISTS (SELECT 1 FROM loom.memory_extraction_queue h WHERE h.org = q.org"
+    " AND h.namespace = q.namespace AND h.principal IS NOT DISTINCT FROM q.principal"
+    " AND h.status = 'held' AND h.held_reason IN " + _GATEWAY + " AND h.not_before > {now}"
+    " AND h.queue_id <> q.queue_id)"
+)
+
 _STATUS = "queue_id, status, attempts, sizes, last_error, held_reason, created_at, updated_at"
 
 
@@ -45,12 +61,15 @@ def claim(
     running job whose lease expired lost its worker (killed, or out of time): taking it
     spends an attempt, and the one that uses up `max_attempts` ends it failed instead (the row
     comes back with that status). `claimed_at` is when the request left the table: database
-    time."""
+    time. A job the gateway held is taken once its hold ended, and no job is taken while the
+    gateway holds another of its enqueuer's in the namespace."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
-            "UPDATE loom.memory_extraction_queue SET" + CLAIM_SET + ""
+            "UPDATE loom.memory_extraction_queue q SET" + CLAIM_SET + ", held_reason = ''"
             " WHERE queue_id = %(id)s AND ((status = 'pending' AND not_before <= clock_timestamp())"
-            "  OR (status = 'running' AND lease_until < clock_timestamp()))"
+            "  OR (status = 'running' AND lease_until < clock_timestamp())"
+            "  OR (" + _GATEWAY_HOLD_ENDED.format(now="clock_timestamp()") + "))"
+            " AND NOT " + _ENQUEUER_HELD.format(now="clock_timestamp()") + ""
             " RETURNING queue_id, org, namespace, agent, user_id, principal, read_user_id,"
             " token_agent, request, attempts, created_at, status, lease_until,"
             " clock_timestamp() AS claimed_at",
@@ -129,11 +148,15 @@ def take_back_lost(
 
 
 def due_jobs(conn: Connection, limit: int) -> list[str]:
-    """Pending jobs whose time has come and running ones whose lease expired, oldest first."""
+    """Pending jobs whose time has come, running ones whose lease expired and held ones whose
+    gateway hold ended, oldest first; none of an enqueuer the gateway holds in the namespace
+    (they would fill every batch and the worker would never reach the others' work)."""
     rows = conn.execute(
-        "SELECT queue_id FROM loom.memory_extraction_queue"
-        " WHERE (status = 'pending' AND not_before <= now())"
+        "SELECT queue_id FROM loom.memory_extraction_queue q"
+        " WHERE ((status = 'pending' AND not_before <= now())"
         "  OR (status = 'running' AND lease_until < now())"
+        "  OR (" + _GATEWAY_HOLD_ENDED.format(now="now()") + "))"
+        " AND NOT " + _ENQUEUER_HELD.format(now="now()") + ""
         " ORDER BY not_before LIMIT %s",
         (limit,),
     ).fetchall()
@@ -225,10 +248,72 @@ def has_pending(conn: Connection, org: str, namespace: str, users: list[str] | N
 
 
 def stranded(conn: Connection, older_than_seconds: int, limit: int) -> list[str]:
-    """Pending jobs due for a while: their message was lost (or never sent)."""
+    """Pending jobs due for a while, and gateway holds ended a while ago: their message was
+    lost (or never sent)."""
     rows = conn.execute(
-        "SELECT queue_id FROM loom.memory_extraction_queue WHERE status = 'pending'"
+        "SELECT queue_id FROM loom.memory_extraction_queue WHERE (status = 'pending'"
+        "  OR (status = 'held' AND held_reason IN " + _GATEWAY + "))"
         " AND not_before < now() - make_interval(secs => %s) ORDER BY not_before LIMIT %s",
         (older_than_seconds, limit),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def hold(
+    conn: Connection,
+    queue_id: str,
+    *,
+    lease: datetime,
+    reason: str,
+    seconds: float | None = None,
+    error: str = "",
+) -> bool:
+    """A claimed job whose model call is held: held with the reason, no attempt spent; for
+    `seconds` when the hold ends by time (the gateway's: not_before is when), else until it
+    is released. Only while the claim `lease` still holds the job."""
+    return bool(
+        conn.execute(
+            "UPDATE loom.memory_extraction_queue SET status = 'held', held_reason = %(reason)s,"
+            " not_before = CASE WHEN %(secs)s::float8 IS NULL THEN not_before"
+            "  ELSE clock_timestamp() + make_interval(secs => %(secs)s::float8) END,"
+            " last_error = CASE WHEN %(error)s = '' THEN last_error ELSE %(error)s END,"
+            " lease_until = NULL, updated_at = now()"
+            " WHERE queue_id = %(id)s AND status = 'running' AND lease_until = %(lease)s"
+            " RETURNING 1",
+            {"reason": reason, "secs": seconds, "error": error[:2000], "id": queue_id,
+             "lease": lease},
+        ).fetchone()
+    )  # fmt: skip
+
+
+def claimable_at(conn: Connection, queue_id: str) -> tuple[str, datetime | None] | None:
+    """A job's status and when a claim can next take it: a pending one's time, or the end of
+    a gateway hold on it or on another of its enqueuer's in the namespace; a held one's hold's
+    end (None while a model-calls switch holds it: released when switched on)."""
+    row = conn.execute(
+        "SELECT q.status, CASE"
+        "  WHEN q.status = 'held' AND q.held_reason NOT IN " + _GATEWAY + " THEN NULL"
+        "  ELSE greatest(q.not_before, (SELECT max(h.not_before)"
+        "   FROM loom.memory_extraction_queue h WHERE h.org = q.org"
+        "   AND h.namespace = q.namespace AND h.principal IS NOT DISTINCT FROM q.principal"
+        "   AND h.status = 'held' AND h.held_reason IN " + _GATEWAY + "))"
+        " END FROM loom.memory_extraction_queue q WHERE q.queue_id = %s",
+        (queue_id,),
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def release_held(
+    conn: Connection, reason: str, *, org: str | None, still_held: frozenset[str]
+) -> list[str]:
+    """Held jobs whose hold ended go back to pending, due now: the org's (or every org's but
+    those `still_held`); their ids."""
+    rows = conn.execute(
+        "UPDATE loom.memory_extraction_queue SET status = 'pending', held_reason = '',"
+        " not_before = now(), updated_at = now()"
+        " WHERE status = 'held' AND held_reason = %s"
+        " AND (%s::text IS NULL OR org = %s) AND NOT (org = ANY(%s))"
+        " RETURNING queue_id",
+        (reason, org, org, list(still_held)),
     ).fetchall()
     return [r[0] for r in rows]

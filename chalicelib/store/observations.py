@@ -48,17 +48,21 @@ def _unclaimed(alias: str) -> str:
     return f"({alias}distill_claimed_until IS NULL OR {alias}distill_claimed_until < now())"
 
 
-def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dict[str, Any]]:
+def claim_ready_sessions(
+    conn: Connection, limit: int, seconds: int, skip_orgs: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """Crystallized, undistilled sessions, one per (org, namespace, session, user), the ones
     ready longest first, claimed for one worker run: each row returned carries the claim's
     token (`claim`, its rows' distill_claimed_until), and the run reads and finishes only the
     rows holding it. A row another run claimed, or one waiting after a failed distillation,
-    is left alone (the claim is checked again on the row itself)."""
+    is left alone (the claim is checked again on the row itself), and so is every session of
+    the `skip_orgs` (their model calls are switched off)."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(
             "WITH ready AS (SELECT org, namespace, session_id, user_id"
             "  FROM loom.observations WHERE crystallized_at IS NOT NULL AND distilled_at IS NULL"
-            "  AND " + _unclaimed("") + " GROUP BY org, namespace, session_id, user_id"
+            "  AND " + _unclaimed("") + " AND NOT (org = ANY(%s))"
+            "  GROUP BY org, namespace, session_id, user_id"
             "  ORDER BY min(crystallized_at) LIMIT %s)"
             " UPDATE loom.observations o SET distill_claimed_until = now()"
             "  + make_interval(secs => %s) FROM ready r WHERE o.org = r.org"
@@ -66,7 +70,7 @@ def claim_ready_sessions(conn: Connection, limit: int, seconds: int) -> list[dic
             "  AND o.user_id = r.user_id AND o.distilled_at IS NULL AND " + _unclaimed("o.") + ""
             " RETURNING o.org, o.namespace, o.session_id, o.agent, o.user_id,"
             " o.distill_claimed_until AS claim",
-            (limit, seconds),
+            (list(skip_orgs), limit, seconds),
         ).fetchall()
 
 

@@ -38,9 +38,13 @@ def distil_sessions(deps: Deps) -> dict[str, int]:
         return counts
     from chalicelib.registry import call
 
+    try:  # an org whose model calls are off: its sessions wait unclaimed, taking no slot
+        off = deps.orgs_with_calls_off()
+    except UnavailableError:
+        off = frozenset()  # unread: each session claimed waits below, none distilled unread
     with deps.pool.connection() as conn:
         claimed = store.claim_ready_sessions(
-            conn, live.observe_extract_max_sessions_per_pass, CLAIM_SECONDS
+            conn, live.observe_extract_max_sessions_per_pass, CLAIM_SECONDS, off
         )
     deps.hooks.at("observe.claimed", rows=claimed)
     sessions = {(r["org"], r["namespace"], r["session_id"], r["user_id"]): r for r in claimed}

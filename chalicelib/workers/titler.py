@@ -79,6 +79,8 @@ def _title_for(deps: Deps, key: tuple[str, str, str]) -> tuple[str, str, Source]
     ('failed', '', [])."""
     try:
         policy = deps.extraction_policy(key[0], key[1])
+        if deps.model_calls_off(key[0]):
+            return "waiting", "", []  # the org's model calls are switched off
     except UnavailableError:
         return "waiting", "", []  # never call the model without the operator's policy
     with deps.pool.connection() as conn:

@@ -502,6 +502,22 @@ class MemoryStackResult(TypedDict, total=False):
     ignored_args: list[str]
 
 
+class ModelCallsGetResult(TypedDict, total=False):
+    org: str
+    enabled: bool
+    changed: bool
+    released: int
+    ignored_args: list[str]
+
+
+class ModelCallsSetResult(TypedDict, total=False):
+    org: str
+    enabled: bool
+    changed: bool
+    released: int
+    ignored_args: list[str]
+
+
 class ObserveCrystallizeResult(TypedDict, total=False):
     session_id: str
     observations: int
@@ -739,6 +755,8 @@ OPS: dict[str, tuple[str, Any]] = {
     "memory.set": ("idempotent", MemorySetResult),
     "memory.set_from_messages": ("write", MemorySetFromMessagesResult),
     "memory.stack": ("read", MemoryStackResult),
+    "model_calls.get": ("read", ModelCallsGetResult),
+    "model_calls.set": ("idempotent", ModelCallsSetResult),
     "observe.crystallize": ("idempotent", ObserveCrystallizeResult),
     "observe.record": ("write", ObserveRecordResult),
     "search": ("read", SearchResult),
@@ -797,6 +815,8 @@ IDENTITY: dict[str, tuple[str, ...]] = {
     "memory.set": ("org", "namespace", "agent"),
     "memory.set_from_messages": ("org", "namespace", "agent"),
     "memory.stack": ("org", "namespace", "agent"),
+    "model_calls.get": ("org",),
+    "model_calls.set": ("org",),
     "observe.crystallize": ("org", "namespace", "agent"),
     "observe.record": ("org", "namespace", "agent"),
     "search": ("org", "namespace", "agent"),

@@ -19,6 +19,7 @@ NOT_PROBED = {
     "conversation.get_logging": "a namespace's recording switch",
     "erasure.status": "an erasure job's own record",
     "extraction_policy.get": "operator configuration",
+    "model_calls.get": "operator configuration",
     "system.whoami": "the caller's own identity",
 }
 

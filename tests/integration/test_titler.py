@@ -547,3 +547,24 @@ def test_erasing_the_turns_a_title_came_from_clears_it_on_a_created_thread_too(
     t.ok("erasure.request", kind="user", user_id="u-ann", namespace=NS)
 
     assert thread_row(pool, org, mark)[0] == given
+
+
+def test_an_orgs_threads_wait_untitled_while_its_model_calls_are_off(t, llm, client, deps, org):
+    """GIVEN an untitled thread of four turns in an org whose model calls are switched off
+    WHEN the scheduled titler runs, then runs again once they are back on
+    THEN the first run never asks the model about it and leaves it untitled; the second
+    titles it."""
+    from chalicelib.auth import local_caller
+    from chalicelib.registry import call
+
+    def switch(enabled: bool) -> None:
+        call("model_calls.set", {"org": org, "enabled": enabled}, local_caller(org), deps)
+
+    mark = thread(t, marker(), 4)
+    switch(False)
+    run_titler(client)
+    assert llm.asked(mark) == 0 and listed_title(t, mark) == ""
+
+    switch(True)
+    run_titler(client)
+    assert listed_title(t, mark) == f"Plan {mark}"

@@ -30,18 +30,26 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy chalicelib
 
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser node
 	$(BIN)/python -m pytest
 
 # The dashboard's browser tests drive Debian's chromium (Playwright never downloads one): it is
 # installed with apt-get where it is missing; without root or sudo those tests skip and say why.
 APT := $(if $(filter 0,$(shell id -u)),,sudo -n) env DEBIAN_FRONTEND=noninteractive apt-get
-.PHONY: browser
+.PHONY: browser node
 browser:
 	@command -v chromium >/dev/null 2>&1 || test -n "$$LOOM_CHROMIUM" || { \
 	  echo "Installing Debian's chromium for the dashboard's browser tests..." && \
 	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends chromium >/dev/null; \
 	} || echo "Could not install chromium (apt-get needs root or sudo): the dashboard's browser tests will be skipped."
+
+# The TypeScript SDK's tests (sdk-ts/, run from pytest) need Node.js 18 or newer and npm: Debian's
+# are installed where either is missing; npm's packages come from sdk-ts/package-lock.json.
+node:
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
+	  echo "Installing Debian's nodejs and npm for the TypeScript SDK's tests..." && \
+	  $(APT) update -qq && $(APT) install -y -qq --no-install-recommends nodejs npm >/dev/null; \
+	} || echo "Could not install nodejs and npm (apt-get needs root or sudo): the TypeScript SDK's tests will fail."
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)

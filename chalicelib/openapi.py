@@ -1,7 +1,12 @@
-"""The OpenAPI 3.1 document, generated from the op registry."""
+"""The OpenAPI 3.1 document, generated from the op registry.
+
+`python -m chalicelib.openapi > openapi.json` writes what `/openapi.json` serves.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 from chalicelib.registry import op_description, output_schema, registered
@@ -84,3 +89,8 @@ def openapi_document() -> dict[str, Any]:
         },
         "security": [{"bearer": []}],
     }
+
+
+if __name__ == "__main__":
+    json.dump(openapi_document(), sys.stdout, indent=1)
+    sys.stdout.write("\n")

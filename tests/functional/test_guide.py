@@ -1,12 +1,13 @@
 """Every command in README.md and docs/guide/*.md runs, in order, against a live server.
 
-A page's ```sh, ```bash and ```python blocks run one after another from a checkout's root
-(shell blocks under `bash` with `set -e`; shell variables set by one block reach the next),
-with `localhost:7777` / `127.0.0.1:7777` pointed at a server of the test's own. Each block
-must exit 0 and print what its `# expect: TEXT` comments say, in that order; an answer
-holding `"error":` fails unless an expectation names `"error"`. ```text and ```json blocks are
-shown, not run; a block marked `no-run` is counted, and any other fence fails the test, so no
-command can slip out of it.
+A page's ```sh, ```bash, ```python and ```ts blocks run one after another from a checkout's
+root (shell blocks under `bash` with `set -e`; shell variables set by one block reach the
+next; a TypeScript block as an ES module under tsx, importing `loom-sdk` as a project that
+installed sdk-ts would), with `localhost:7777` / `127.0.0.1:7777` pointed at a server of the
+test's own. Each block must exit 0 and print what its `# expect: TEXT` comments (`// expect:`
+in TypeScript) say, in that order; an answer holding `"error":` fails unless an expectation
+names `"error"`. ```text and ```json blocks are shown, not run; a block marked `no-run` is
+counted, and any other fence fails the test, so no command can slip out of it.
 
 A page runs against the server `make run` gives, unless it opens with
 `<!-- guide-server: NAME=VALUE ... -->`: the settings its server runs with, which the page's
@@ -36,16 +37,17 @@ from psycopg.conninfo import make_conninfo
 
 from tests.live_server import live_server
 from tests.openai_stub import OpenAIStub
+from tests.sdk_ts import built_sdk_ts
 
 ROOT = Path(__file__).parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
-RUN = {"sh", "bash", "python"}
+RUN = {"sh", "bash", "python", "ts"}
 SHOWN = {"text", "json"}  # answers and layouts: nothing to run
 # Blocks that cannot run here, by page: each is a deliberate exception (README: `make run`
 # itself, and a client this machine does not have).
 NO_RUN = {"README.md": 2}
 DEFAULT_URL = re.compile(r"(?:localhost|127\.0\.0\.1):7777")
-EXPECT = re.compile(r"#\s*expect:\s?(.*?)\s*$")
+EXPECT = re.compile(r"(?:#|//)\s*expect:\s?(.*?)\s*$")
 
 
 DIRECTIVE = re.compile(r"<!--\s*guide-server:(.*?)-->", re.S)
@@ -372,6 +374,8 @@ def run_block(
         script = work / f"block_{block.line}.py"
         script.write_text(text)
         cmd = [sys.executable, str(script)]
+    elif block.lang == "ts":
+        cmd = ts_command(work, block.line, text)
     else:
         script = work / f"block_{block.line}.sh"
         script.write_text(SH_PROLOGUE + text + SH_EPILOGUE)
@@ -392,6 +396,19 @@ def run_block(
         said = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
         return -1, f"timed out after {BLOCK_TIMEOUT} s\n{said or ''}"
     return done.returncode, done.stdout
+
+
+def ts_command(work: Path, line: int, text: str) -> list[str]:
+    """Run a TypeScript block as `first.mts` in a project that installed sdk-ts: the block's
+    folder holds node_modules/loom-sdk (a link to the built package), tsx runs it."""
+    sdk = built_sdk_ts()
+    package = work / "node_modules" / "loom-sdk"
+    if not package.exists():
+        package.parent.mkdir(parents=True, exist_ok=True)
+        package.symlink_to(sdk)
+    script = work / f"block_{line}.mts"
+    script.write_text(text)
+    return [str(sdk / "node_modules" / ".bin" / "tsx"), str(script)]
 
 
 def check_answer(block: Block, code: int, output: str) -> str | None:

@@ -49,6 +49,8 @@ export const OPS = {
   "memory.set": ["idempotent", ["org","namespace","agent"]],
   "memory.set_from_messages": ["write", ["org","namespace","agent"]],
   "memory.stack": ["read", ["org","namespace","agent"]],
+  "model_calls.get": ["read", ["org"]],
+  "model_calls.set": ["idempotent", ["org"]],
   "observe.crystallize": ["idempotent", ["org","namespace","agent"]],
   "observe.record": ["write", ["org","namespace","agent"]],
   "search": ["read", ["org","namespace","agent"]],

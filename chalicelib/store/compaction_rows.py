@@ -82,25 +82,32 @@ def insert_summary(conn: Connection, turn: NewTurn, ts: datetime, retired_at: da
     """The compaction summary, placed at the first summarised turn's time; False when a row of
     its id exists tombstoned by anything but this compaction's retirement (`retired_at`: a
     failed run's summary of the same turns it replaces), which is never brought back."""
+    # Under the thread's lease: the row of its id is revised, or written when there is none.
     row = conn.execute(
-        "INSERT INTO loom.conversations AS c (org, namespace, thread_id, agent, msg_id, role,"
-        " content, metadata, ts) VALUES (%s, %s, %s, %s, %s, 'system', %s, %s, %s)"
-        " ON CONFLICT (org, namespace, thread_id, agent, msg_id) DO UPDATE SET"
-        " content = EXCLUDED.content, metadata = EXCLUDED.metadata, ts = EXCLUDED.ts,"
-        " tombstoned_at = NULL"
-        " WHERE c.tombstoned_at IS NULL OR c.tombstoned_at = %s"
-        " RETURNING c.msg_id",
-        (
-            turn.org,
-            turn.namespace,
-            turn.thread_id,
-            turn.agent,
-            turn.msg_id,
-            turn.content,
-            Jsonb(turn.metadata),
-            ts,
-            retired_at,
-        ),
+        "WITH key AS (SELECT 1 FROM loom.conversations c WHERE c.org = %(org)s"
+        "  AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+        "  AND c.msg_id = %(msg)s),"
+        " revised AS (UPDATE loom.conversations c SET content = %(content)s,"
+        "  metadata = %(meta)s, ts = %(ts)s, tombstoned_at = NULL WHERE c.org = %(org)s"
+        "  AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+        "  AND c.msg_id = %(msg)s AND (c.tombstoned_at IS NULL OR c.tombstoned_at = %(retired)s)"
+        "  RETURNING c.msg_id),"
+        " written AS (INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id,"
+        "  role, content, metadata, ts) SELECT %(org)s, %(ns)s, %(thread)s, %(agent)s, %(msg)s,"
+        "  'system', %(content)s, %(meta)s, %(ts)s WHERE NOT EXISTS (SELECT 1 FROM key)"
+        "  RETURNING msg_id)"
+        " SELECT msg_id FROM revised UNION ALL SELECT msg_id FROM written",
+        {
+            "org": turn.org,
+            "ns": turn.namespace,
+            "thread": turn.thread_id,
+            "agent": turn.agent,
+            "msg": turn.msg_id,
+            "content": turn.content,
+            "meta": Jsonb(turn.metadata),
+            "ts": ts,
+            "retired": retired_at,
+        },
     ).fetchone()
     return row is not None
 

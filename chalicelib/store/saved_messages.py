@@ -75,23 +75,27 @@ _SAVED_ELSEWHERE = (
 
 def insert_saved_turn(conn: Connection, turn: NewTurn) -> None:
     """A message the transcript does not hold, there only because it is saved (no transcript
-    read serves it, whether or not the namespace records: recorded.py); the primary key is its
-    deduplication token, so two concurrent saves store one row."""
+    read serves it, whether or not the namespace records: recorded.py); its key is the
+    deduplication token, checked under the thread's lease, so two concurrent saves store one
+    row."""
     conn.execute(
         "INSERT INTO loom.conversations (org, namespace, thread_id, agent, msg_id, role, content,"
-        " user_id, ts, is_saved, saved_at, saved_only) VALUES"
-        " (%s, %s, %s, %s, %s, %s, %s, %s, clock_timestamp(), true, clock_timestamp(), true)"
-        " ON CONFLICT DO NOTHING",
-        (
-            turn.org,
-            turn.namespace,
-            turn.thread_id,
-            turn.agent,
-            turn.msg_id,
-            turn.role,
-            turn.content,
-            turn.user_id,
-        ),
+        " user_id, ts, is_saved, saved_at, saved_only) SELECT %(org)s, %(ns)s, %(thread)s,"
+        " %(agent)s, %(msg)s, %(role)s, %(content)s, %(user)s, clock_timestamp(), true,"
+        " clock_timestamp(), true"
+        " WHERE NOT EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = %(org)s"
+        "  AND c.namespace = %(ns)s AND c.thread_id = %(thread)s AND c.agent = %(agent)s"
+        "  AND c.msg_id = %(msg)s)",
+        {
+            "org": turn.org,
+            "ns": turn.namespace,
+            "thread": turn.thread_id,
+            "agent": turn.agent,
+            "msg": turn.msg_id,
+            "role": turn.role,
+            "content": turn.content,
+            "user": turn.user_id,
+        },
     )
 
 

@@ -131,13 +131,18 @@ def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
         " reasoning, user_id, run_id, metadata, tokens, ts)"
         " SELECT %s, %s, %s, %s, t.msg_id, t.role, t.content, t.reasoning, t.user_id, t.run_id,"
         " t.metadata, t.tokens, clock_timestamp()"
-        " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
-        " %s::jsonb[], %s::int[]) WITH ORDINALITY"
-        " AS t(msg_id, role, content, reasoning, user_id, run_id, metadata, tokens, ord)"
+        " FROM (SELECT DISTINCT ON (u.msg_id) * FROM unnest(%s::text[], %s::text[], %s::text[],"
+        "  %s::text[], %s::text[], %s::text[], %s::jsonb[], %s::int[]) WITH ORDINALITY"
+        "  AS u(msg_id, role, content, reasoning, user_id, run_id, metadata, tokens, ord)"
+        "  ORDER BY u.msg_id, u.ord) t"
         " WHERE EXISTS (SELECT 1 FROM loom.namespaces n WHERE n.org = %s AND n.namespace = %s"
         "   AND n.conversation_logging_enabled)"
+        # A copy any month holds is kept: the key is unique under the thread's lease, not by
+        # the primary key (which holds ts, the partitions' key).
+        " AND NOT EXISTS (SELECT 1 FROM loom.conversations c WHERE c.org = %s"
+        "   AND c.namespace = %s AND c.thread_id = %s AND c.agent = %s AND c.msg_id = t.msg_id)"
         " ORDER BY t.ord"
-        " ON CONFLICT DO NOTHING RETURNING msg_id, ts",
+        " RETURNING msg_id, ts",
         (
             first.org,
             first.namespace,
@@ -148,5 +153,9 @@ def _insert_turns(conn: Connection, turns: list[NewTurn]) -> Cursor:
             [t.tokens for t in turns],
             first.org,
             first.namespace,
+            first.org,
+            first.namespace,
+            first.thread_id,
+            first.agent,
         ),
     )

@@ -1,4 +1,6 @@
-"""The transcript TTL: turns older than LOOM_RETENTION_CONVERSATIONS_DAYS are removed from disk.
+"""The transcript TTL: turns older than LOOM_RETENTION_CONVERSATIONS_DAYS are removed from disk,
+a month partition at a time where the whole month has expired (docs/decisions/0031). Each pass
+also makes the month partitions ahead.
 
 The TTL covers loom.conversations only; embedding rows have none (the spec bounds it so). The
 same pass removes extraction drops past 30 days and cached model answers past
@@ -8,30 +10,60 @@ LOOM_EXTRACTION_CACHE_TTL_DAYS.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
 
 from psycopg import Connection
 
 from chalicelib.deps import Deps
 from chalicelib.store.extraction_support import purge_expired_cache, purge_old_drops
-from chalicelib.store.retention import purge_expired_turns
+from chalicelib.store.retention import (
+    drop_partition,
+    ensure_partitions,
+    partitions,
+    purge_expired_turns,
+)
 
 BATCH = 5000
 MAX_BATCHES_PER_PASS = 200
+PARTITIONS_AHEAD = 3  # months past the current one
 
 
 def purge_expired_conversations(deps: Deps) -> dict[str, int]:
-    """One pass: remove expired turns in batches; 0 days keeps everything forever."""
+    """One pass: make the month partitions ahead; then, with a TTL, drop the partitions whose
+    every turn has expired and remove expired turns row by row in the others (0 days keeps
+    everything forever)."""
     days = deps.live().retention_conversations_days
-    removed = _in_batches(deps, lambda conn: purge_expired_turns(conn, days, BATCH)) if days else 0
+    with deps.pool.connection() as conn:
+        made = ensure_partitions(conn, PARTITIONS_AHEAD)
+    dropped = dropped_turns = removed = 0
+    if days:
+        cutoff = deps.clock() - timedelta(days=days)
+        with deps.pool.connection() as conn:
+            whole, cut = partitions(conn, cutoff)
+        for name in whole:
+            with deps.pool.connection() as conn:
+                gone = drop_partition(conn, name)
+            if gone is not None:
+                dropped, dropped_turns = dropped + 1, dropped_turns + gone
+        for name in cut:
+            removed += _in_batches(deps, partial(_purge, cutoff=cutoff, partition=name))
     ttl_days = deps.live().extraction_cache_ttl_days
     with deps.pool.connection() as conn:
         drops = purge_old_drops(conn)  # loom.memory_drops is kept 30 days
     return {
         "retention_days": days,
-        "turns_removed": removed,
+        "partitions_made": made,
+        "partitions_dropped": dropped,
+        "turns_removed": dropped_turns + removed,
+        "turns_removed_row_by_row": removed,
         "drops_removed": drops,
         "cache_removed": _in_batches(deps, lambda conn: purge_expired_cache(conn, ttl_days, BATCH)),
     }
+
+
+def _purge(conn: Connection, *, cutoff: datetime, partition: str) -> int:
+    return purge_expired_turns(conn, cutoff, BATCH, partition)
 
 
 def _in_batches(deps: Deps, purge: Callable[[Connection], int]) -> int:

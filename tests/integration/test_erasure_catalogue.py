@@ -16,7 +16,11 @@ def uncovered(conn: psycopg.Connection) -> list[str]:
         " WHERE table_schema = 'loom'"
         " AND (column_name LIKE '%%user%%' OR column_name = 'namespace')"
         " AND table_name IN (SELECT table_name FROM information_schema.tables"
-        "  WHERE table_schema = 'loom' AND table_type = 'BASE TABLE')"
+        "  WHERE table_schema = 'loom' AND table_type IN ('BASE TABLE', 'PARTITIONED TABLE'))"
+        # A partition's rows are its table's (loom.conversations' months).
+        " AND table_name NOT IN (SELECT c.relname FROM pg_class c"
+        "  JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "  WHERE n.nspname = 'loom' AND c.relispartition)"
     ).fetchall()
     user_cols: dict[str, set[str]] = {}
     for table, column in rows:

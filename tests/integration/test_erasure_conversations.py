@@ -3,10 +3,12 @@ agents both logged, compaction summaries and titler titles built from the erased
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from psycopg.types.json import Jsonb
 
-from chalicelib.store.retention import purge_expired_turns
+from chalicelib.store.retention import partitions, purge_expired_turns
 from tests.integration.test_conversation_support import NS, Tenant, embedding_rows, turn_rows
 
 ANN, BOB = "u-ann", "u-bob"
@@ -29,7 +31,9 @@ def _expire(pool, org, msg_id):
             " WHERE org = %s AND msg_id = %s",
             (org, msg_id),
         )
-        assert purge_expired_turns(conn, 30, 1000) >= 1
+        cutoff = datetime.now(UTC) - timedelta(days=30)
+        whole, cut = partitions(conn, cutoff)  # removed row by row, wherever the month lies
+        assert sum(purge_expired_turns(conn, cutoff, 1000, p) for p in whole + cut) >= 1
 
 
 def _embedding(pool, org, msg_id):

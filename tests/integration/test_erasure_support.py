@@ -158,7 +158,11 @@ def seed_user(world: World, user: str) -> None:
 def org_tables(conn: Any) -> list[str]:
     rows = conn.execute(
         "SELECT table_name FROM information_schema.columns WHERE table_schema = 'loom'"
-        " AND column_name = 'org' ORDER BY table_name"
+        # A partition's rows are its table's (loom.conversations' months).
+        " AND column_name = 'org' AND table_name NOT IN (SELECT c.relname FROM pg_class c"
+        "  JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "  WHERE n.nspname = 'loom' AND c.relispartition)"
+        " ORDER BY table_name"
     ).fetchall()
     return [f"loom.{r[0]}" for r in rows]
 

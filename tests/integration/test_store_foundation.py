@@ -62,7 +62,7 @@ def migrated_to(database_url: str, version: int) -> Iterator[str]:
         yield url
     finally:
         with psycopg.connect(database_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}"')
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def test_the_vector_index_migrations_leave_each_dimension_one_index_over_turns(database_url):

@@ -46,6 +46,7 @@ def _say(message: str) -> None:
 def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     """Embedded database + migrations + `chalice local` + the scheduled workers beside it."""
     from chalicelib.services.admin import migrate_database
+    from chalicelib.services.tiering import tiering_refusal
     from chalicelib.web import load_ops
     from chalicelib.workers.schedule import run_forever
 
@@ -62,6 +63,9 @@ def cmd_serve(args: argparse.Namespace, deps: Deps) -> int:
     url = deps.database_url()
     applied = migrate_database(deps)
     _say(f"Database ready ({len(applied)} migration(s) applied).")
+    refusal = tiering_refusal(deps)  # a tablespace the database cannot give (Aurora has none)
+    if refusal is not None:
+        raise LoomError(refusal)
     env = dict(os.environ, LOOM_DATABASE_URL=url, LOOM_HOST=host)  # the API checks it again
     chalice = Path(sys.executable).parent / "chalice"
     cmd = [str(chalice), "local", "--host", host, "--port", str(port), "--stage", "local"]

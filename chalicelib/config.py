@@ -56,6 +56,8 @@ BOOT_ONLY = frozenset(
         "model_calls_policy_max_stale_seconds",
         # Checked before a request is parsed, without reading the live settings.
         "max_request_bytes",
+        # Checked against the database at start (Aurora has no tablespaces).
+        "tiering_warm_tablespace",
     }
 )
 
@@ -150,6 +152,15 @@ class Settings(BaseSettings):
     # Up to a hundred years: a date further back is outside what a timestamp can hold.
     retention_conversations_days: int = Field(default=0, ge=0, le=36500)
     tiering_conversations_warm_days: int = Field(default=0, ge=0, le=36500)
+    # The tablespace (a cheaper volume) month partitions older than the warm bound move to.
+    tiering_warm_tablespace: str = Field(
+        default="", max_length=63, pattern=r"^([a-z_][a-z0-9_]*)?$"
+    )
+    # UTC hours a partition may be moved in, as START-END (end excluded; 22-4 wraps midnight);
+    # empty: any hour.
+    tiering_offpeak_hours: str = Field(
+        default="", pattern=r"^(([01]?\d|2[0-3])-([01]?\d|2[0-4]))?$"
+    )
     retention_interval_minutes: int = Field(default=60, ge=1)
     memory_search_fanout_max_namespaces: int = Field(default=16, ge=1, le=1000)
 

@@ -16,6 +16,7 @@ from functools import partial
 from psycopg import Connection
 
 from chalicelib.deps import Deps
+from chalicelib.services.tiering import warm_one
 from chalicelib.store.extraction_support import purge_expired_cache, purge_old_drops
 from chalicelib.store.retention import (
     drop_partition,
@@ -48,6 +49,7 @@ def purge_expired_conversations(deps: Deps) -> dict[str, int]:
                 dropped, dropped_turns = dropped + 1, dropped_turns + gone
         for name in cut:
             removed += _in_batches(deps, partial(_purge, cutoff=cutoff, partition=name))
+    warmed = warm_one(deps)  # one partition a pass, in off-peak hours
     ttl_days = deps.live().extraction_cache_ttl_days
     with deps.pool.connection() as conn:
         drops = purge_old_drops(conn)  # loom.memory_drops is kept 30 days
@@ -57,6 +59,7 @@ def purge_expired_conversations(deps: Deps) -> dict[str, int]:
         "partitions_dropped": dropped,
         "turns_removed": dropped_turns + removed,
         "turns_removed_row_by_row": removed,
+        "partitions_warmed": int(warmed is not None),
         "drops_removed": drops,
         "cache_removed": _in_batches(deps, lambda conn: purge_expired_cache(conn, ttl_days, BATCH)),
     }

@@ -238,3 +238,111 @@ def test_each_writer_of_a_turn_finds_its_key_in_another_month(api, deps, org, po
             (org,),
         ).fetchall()
     assert rows == [("revised", f"loom.conversations_{later:%Y_%m}")]
+
+
+@contextmanager
+def _tablespace(database_url: str) -> Iterator[str]:
+    """A tablespace of its own in a fresh directory owned by the server's OS user."""
+    import os
+    import shutil
+    import tempfile
+    import uuid
+
+    name = f"warm_{uuid.uuid4().hex[:8]}"
+    where = tempfile.mkdtemp(prefix="loom-warm-")
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        data_dir = admin.execute("SELECT current_setting('data_directory')").fetchone()[0]
+        owner = os.stat(data_dir)
+        os.chown(where, owner.st_uid, owner.st_gid)
+        admin.execute(f"CREATE TABLESPACE {name} LOCATION '{where}'")
+    try:
+        yield name
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(f"DROP TABLESPACE IF EXISTS {name}")
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _spaces(conn: psycopg.Connection) -> dict[str, str]:
+    """Each partition's (and its indexes') tablespace, pg_default when none is set."""
+    rows = conn.execute(
+        "SELECT c.relname, coalesce(t.spcname, 'pg_default') FROM pg_class c"
+        " LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = 'loom' AND c.relname LIKE 'conversations%%' AND c.relkind IN ('r', 'i')"
+    ).fetchall()
+    return dict(rows)
+
+
+def test_months_past_the_warm_bound_move_to_the_warm_tablespace_one_a_pass_off_peak(
+    database_url,
+):
+    """GIVEN a warm tablespace, a 30-day warm bound, off-peak hours 2-4 UTC, turns now and in
+    each of the next two months, and a clock 40 days into the third month ahead
+    WHEN the worker passes at 10:00, then three times at 03:00
+    THEN nothing moves at 10:00; each pass at 03:00 moves the oldest partition past the bound
+    with its indexes (the earlier table, then each month), the month the bound has not passed
+    stays, and every turn reads back unchanged."""
+    with _tablespace(database_url) as space, _fresh_deps(
+        database_url, tiering_warm_tablespace=space, tiering_conversations_warm_days=30,
+        tiering_offpeak_hours="2-4",
+    ) as (deps, clock):  # fmt: skip
+        m1, m2, m3 = (month_start(NOW, k) for k in (1, 2, 3))
+        with deps.pool.connection() as conn:
+            _turns(conn, "o", [("now", NOW, False), ("m1", m1 + timedelta(days=1), True),
+                               ("m2", m2 + timedelta(days=1), False),
+                               ("m3", m3 + timedelta(days=1), False)])  # fmt: skip
+            before = _snapshot(conn)
+        day = m3 + timedelta(days=40)
+        clock.now = day.replace(hour=10)
+        assert purge_expired_conversations(deps)["partitions_warmed"] == 0
+        clock.now = day.replace(hour=3)
+        for _ in range(3):
+            assert purge_expired_conversations(deps)["partitions_warmed"] == 1
+        assert purge_expired_conversations(deps)["partitions_warmed"] == 0
+
+        with deps.pool.connection() as conn:
+            spaces = _spaces(conn)
+            assert _snapshot(conn) == before
+        warm = {n for n, s in spaces.items() if s == space}
+        for name in ("conversations_before_partitions", f"conversations_{m1:%Y_%m}",
+                     f"conversations_{m2:%Y_%m}"):  # fmt: skip
+            assert name in warm
+            assert any(i.startswith(name[:40]) and i != name for i in warm), name  # its indexes
+        assert spaces[f"conversations_{m3:%Y_%m}"] == "pg_default"
+        assert spaces["conversations_default"] == "pg_default"
+
+
+def test_a_database_without_tablespaces_refuses_the_warm_tablespace_at_start(database_url):
+    """GIVEN a database whose catalog is Aurora PostgreSQL's (it has aurora_version()), and one
+    without the named tablespace
+    THEN the setting is refused with a message that says why and what to do, and a worker pass
+    in off-peak hours refuses it too."""
+    from chalicelib.errors import LoomError
+    from chalicelib.services.tiering import tiering_refusal
+
+    with _fresh_deps(database_url, tiering_warm_tablespace="warm",
+                     tiering_conversations_warm_days=30) as (deps, _):  # fmt: skip
+        missing = tiering_refusal(deps)
+        assert missing is not None and "no such tablespace" in missing
+        with deps.pool.connection() as conn:
+            conn.execute("CREATE FUNCTION public.aurora_version() RETURNS text"
+                         " LANGUAGE sql AS $$ SELECT '16.4.0' $$")  # fmt: skip
+        refusal = tiering_refusal(deps)
+        assert refusal is not None and "Aurora PostgreSQL) has no tablespaces" in refusal
+        assert "Unset LOOM_TIERING_WARM_TABLESPACE" in refusal
+        try:
+            purge_expired_conversations(deps)
+        except LoomError as exc:
+            assert "Aurora" in exc.message
+        else:
+            raise AssertionError("the pass moved a partition to a tablespace Aurora has not")
+
+
+def test_offpeak_hours_wrap_midnight():
+    from chalicelib.services.tiering import in_offpeak_hours
+
+    at = [datetime(2026, 1, 1, h, tzinfo=UTC) for h in range(24)]
+    assert [h.hour for h in at if in_offpeak_hours("22-4", h)] == [0, 1, 2, 3, 22, 23]
+    assert [h.hour for h in at if in_offpeak_hours("1-3", h)] == [1, 2]
+    assert all(in_offpeak_hours("", h) for h in at)

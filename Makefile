@@ -52,7 +52,7 @@ node:
 	} || echo "Could not install nodejs and npm (apt-get needs root or sudo): the TypeScript SDK's tests will fail."
 
 bench: $(STAMP)
-	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+	$(BIN)/python -m bench $(if $(QUICK),--quick,) $(if $(SCALE),--scale,)
 
 # Sustained mixed load from many tenants, then a database restart under it (QUICK=1: seconds).
 soak: $(STAMP)

@@ -20,6 +20,7 @@ from bench import (
     locomo_recall,
     read_path,
     saved_search,
+    scale,
     search_modes,
     write_path,
 )
@@ -81,11 +82,45 @@ def _sizes(quick: bool) -> str:
     )
 
 
+def _scale(quick: bool) -> int:
+    """`make bench SCALE=1`: the scaling curve alone (not part of the default run)."""
+    started = time.time()
+    with bench_database() as db:
+        figures = scale.run(db, quick)
+    print(_table(figures))
+    _record(figures, quick, "scale: " + ", ".join(f"{n:,}" for n in scale.SIZES), started)
+    return 0
+
+
+def _record(figures: list[Figure], quick: bool, sizes: str, started: float) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    record = {
+        "commit": commit,
+        "quick": quick,
+        "sizes": sizes,
+        "machine": platform.platform(),
+        "seconds": round(time.time() - started, 1),
+        "figures": [f.as_dict() for f in figures],
+    }
+    tag = "-scale" if sizes.startswith("scale") else ""
+    out = RESULTS / f"bench-{time.strftime('%Y%m%d-%H%M%S')}{tag}{'-quick' if quick else ''}.json"
+    out.write_text(json.dumps(record, indent=2))
+    say(f"results written to {out}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="make bench")
     parser.add_argument("--quick", action="store_true", help="reduced sizes, under two minutes")
     parser.add_argument("--only", nargs="*", default=None, help="run only these suites")
+    parser.add_argument(
+        "--scale", action="store_true", help="only the scaling curve, to 1,000,000 turns"
+    )
     args = parser.parse_args()
+    if args.scale:
+        return _scale(args.quick)
     figures: list[Figure] = []
     started = time.time()
     with bench_database() as db:
@@ -95,21 +130,7 @@ def main() -> int:
             figures.extend(suite(db, args.quick))
     print(_sizes(args.quick))
     print(_table(figures))
-    RESULTS.mkdir(exist_ok=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    record = {
-        "commit": commit,
-        "quick": args.quick,
-        "sizes": _sizes(args.quick),
-        "machine": platform.platform(),
-        "seconds": round(time.time() - started, 1),
-        "figures": [f.as_dict() for f in figures],
-    }
-    out = RESULTS / f"bench-{time.strftime('%Y%m%d-%H%M%S')}{'-quick' if args.quick else ''}.json"
-    out.write_text(json.dumps(record, indent=2))
-    say(f"results written to {out}")
+    _record(figures, args.quick, _sizes(args.quick), started)
     return 0
 
 

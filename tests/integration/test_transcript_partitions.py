@@ -346,3 +346,23 @@ def test_offpeak_hours_wrap_midnight():
     assert [h.hour for h in at if in_offpeak_hours("22-4", h)] == [0, 1, 2, 3, 22, 23]
     assert [h.hour for h in at if in_offpeak_hours("1-3", h)] == [1, 2]
     assert all(in_offpeak_hours("", h) for h in at)
+
+
+def test_a_read_that_bounds_time_reads_only_the_months_it_names(pool):
+    """GIVEN the month partitions ahead
+    WHEN a read of loom.conversations bounds ts to next month
+    THEN its plan scans next month's partition (and the default one) and no other month."""
+    start, end = month_start(NOW, 1), month_start(NOW, 2)
+    with pool.connection() as conn:
+        ensure_partitions(conn, 3)
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT msg_id FROM loom.conversations WHERE org = 'o'"
+                " AND ts >= %s AND ts < %s",
+                (start, end),
+            ).fetchall()
+        )
+    assert f"conversations_{start:%Y_%m}" in plan
+    assert f"conversations_{end:%Y_%m}" not in plan
+    assert "conversations_before_partitions" not in plan

@@ -234,6 +234,24 @@ def test_search_reads_only_the_prefix_filters_and_pages(store):
     assert len(store.search(())) == 4
 
 
+def test_stores_of_two_users_in_one_namespace_keep_apart(store, server):
+    """GIVEN a store of the namespace's shared rows and one of user u-1 in the same Loom
+    namespace WHEN each puts an item under the same namespace and key THEN each gets, lists and
+    searches its own only."""
+    with LoomStore("dev", store._bot.namespace, user_id="u-1", base_url=server) as mine:
+        store.put(("notes",), "n1", {"text": "shared green tea"})
+        mine.put(("notes",), "n1", {"text": "my green tea"})
+        mine.put(("notes",), "n2", {"text": "my window seat"})
+        got = (store.get(("notes",), "n1"), mine.get(("notes",), "n1"))
+        listed = ([i.key for i in store.search(("notes",))], [i.key for i in mine.search(())])
+        found = [i.value["text"] for i in mine.search(("notes",), query="green tea")]
+        spaces = (store.list_namespaces(), mine.list_namespaces())
+    assert [g.value["text"] for g in got if g] == ["shared green tea", "my green tea"]
+    assert listed == (["n1"], ["n2", "n1"])
+    assert "shared green tea" not in found and "my green tea" in found
+    assert spaces == ([("notes",)], [("notes",)])
+
+
 def test_list_namespaces_matches_prefixes_suffixes_and_depth(store):
     """GIVEN items in three namespaces WHEN namespaces are listed THEN prefix, suffix (with a
     wildcard) and max_depth select as LangGraph defines them."""

@@ -171,8 +171,8 @@ class LoomStore(BaseStore):
         )
         hits = []
         for hit in out["hits"]:
-            if not hit["key"].startswith(self.key_prefix + "/"):
-                continue
+            if hit["user_id"] != self.user_id or not hit["key"].startswith(self.key_prefix + "/"):
+                continue  # a read for a user covers the namespace's shared rows too
             item = item_of(hit["value"])
             if item is not None and item.namespace[: len(prefix)] == prefix:
                 hits.append((item, float(hit["score"])))
@@ -184,8 +184,9 @@ class LoomStore(BaseStore):
 
     def scope_word(self, prefix: tuple[str, ...]) -> str:
         """The one word (letters only, which Loom's lexical search keeps whole) that every item
-        under a namespace prefix of this store holds."""
-        digest = hashlib.sha256(json.dumps([self.key_prefix, *prefix]).encode()).hexdigest()
+        under a namespace prefix of this store (its user and key prefix) holds."""
+        named = json.dumps([self.user_id, self.key_prefix, *prefix])
+        digest = hashlib.sha256(named.encode()).hexdigest()
         return "lgscope" + digest[:24].translate(str.maketrans("0123456789", "ghijklmnop"))
 
 

@@ -63,15 +63,18 @@ def drop_partition(conn: Connection, name: str) -> int | None:
             conn.execute(
                 sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(DETACH_LOCK_TIMEOUT))
             )
-            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(part)).fetchone()
-            # Only its saved turns can take a vector out of a saved search: the others are
-            # not read again (an empty `gone` leaves the embeddings unread).
-            conn.execute(
-                sql.SQL(
-                    "WITH gone AS (SELECT org, namespace, thread_id, msg_id, is_saved FROM {part}"
-                    " WHERE is_saved)," + _UNFLAG + " SELECT count(*) FROM unflagged"
-                ).format(part=part, kept=kept)
-            )
+            row = conn.execute(
+                sql.SQL("SELECT count(*), count(*) FILTER (WHERE is_saved) FROM {}").format(part)
+            ).fetchone()
+            if row and row[1]:  # only saved turns can take a vector out of a saved search
+                conn.execute(
+                    sql.SQL(
+                        "WITH gone AS (SELECT org, namespace, thread_id, msg_id, is_saved"
+                        " FROM {part} WHERE is_saved),"
+                        + _UNFLAG
+                        + " SELECT count(*) FROM unflagged"
+                    ).format(part=part, kept=kept)
+                )
             conn.execute(sql.SQL("ALTER TABLE loom.conversations DETACH PARTITION {}").format(part))
             conn.execute(sql.SQL("DROP TABLE {}").format(part))
     except errors.LockNotAvailable:

@@ -74,6 +74,9 @@ def _grow(db: BenchDb, org: str, have: int, want: int, embedder: FakeEmbedder) -
             _copy(conn, org, "big", range(start, end), embedder, "2026-01-01")
             conn.commit()
         say("scale: building the HNSW index ...")
+        # The graph of a million vectors does not fit the default 64 MB: pgvector then builds
+        # it on disk, many times slower.
+        conn.execute("SET maintenance_work_mem = '1GB'")
         ensure_vector_index(conn, DIM)
     with deps.pool.connection() as conn:
         conn.autocommit = True

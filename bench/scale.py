@@ -28,6 +28,7 @@ USERS = 100
 QUERIES = 100
 THREADS_CALLS = 20  # a threads list of a million turns takes seconds: fewer calls
 APPENDS = 200
+WARM_UP = 20
 TOP_K = 20
 DIM = 64
 RETENTION_TURNS = 100_000
@@ -128,12 +129,15 @@ def _measure(db: BenchDb, org: str, n: int, embedder: FakeEmbedder) -> dict[str,
         sizes = conn.execute(
             "SELECT sum(pg_indexes_size(c.oid)) FROM pg_class c JOIN pg_namespace s"
             " ON s.oid = c.relnamespace WHERE s.nspname = 'loom'"
-            " AND c.relname IN ('conversation_embeddings', 'conversations_before_partitions',"
-            " 'conversations_default') OR c.relname LIKE 'conversations_20%%'"
+            " AND (c.relname IN ('conversation_embeddings', 'conversations_before_partitions',"
+            " 'conversations_default') OR c.relname LIKE 'conversations_20%%')"
         ).fetchone()
     out = {k: p95(v) for k, v in times.items()}
     say(f"scale: {APPENDS} appends at {n:,} ...")
     op("conversation.set_logging", {"enabled": True})
+    for i in range(WARM_UP):  # the first calls of a process pay for what later ones reuse
+        op("conversation.append", {"agent": "a", "thread_id": f"warm{n}", "msg_id": f"w{i}",
+                                   "role": "user", "content": _text(rng)})  # fmt: skip
     started = timed(lambda: [op("conversation.append", {"agent": "a", "thread_id": f"new{n}",
                     "msg_id": f"n{n}-{i}", "role": "user", "content": _text(rng)})
                     for i in range(APPENDS)], 1)[0]  # fmt: skip
@@ -203,9 +207,12 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             Figure(f"threads p95 growth {growth}", b["threads"] / a["threads"], "x",
                    "raw tsvector growth", b["raw_tsv"] / a["raw_tsv"], ""),
             Figure(f"appends/s at {n2:,} vs {n1:,}", b["appends_per_s"], "/s",
-                   f"appends/s at {n1:,}", a["appends_per_s"], ">= 0.8x"),
+                   f"appends/s at {n1:,}", a["appends_per_s"], ""),
         ]  # fmt: skip
-    last_n, last = seen[-1]
+    (first_n, first), (last_n, last) = seen[0], seen[-1]
+    name = f"appends/s at {last_n:,} vs {first_n:,}"
+    figures.append(Figure(name, last["appends_per_s"], "/s", f"appends/s at {first_n:,}",
+                          first["appends_per_s"], ">= 0.8x"))  # fmt: skip
     per_million = last["index_bytes_per_turn"] * 1e6 / 2**30
     figures.append(Figure(f"index memory per 1M turns @{last_n:,}", per_million, "GiB", "-",
                           1.0, ""))  # fmt: skip

@@ -19,6 +19,7 @@ from chalicelib.providers.llm import OpenAILLM
 from chalicelib.providers.queue import FakeQueue
 from chalicelib.workers.extraction_queue import drain_due
 from tests.conftest import Api, live_setting
+from tests.integration.test_model_calls_switch import drain_until_settled, job_states
 from tests.openai_stub import OpenAIStub
 
 
@@ -78,16 +79,6 @@ def _defer(agent: Api, word: str, namespace: str = "q") -> str:
     return str(agent.ok("memory.set_from_messages", defer=True, **body)["queue_id"])
 
 
-def _jobs(pool, ids: list[str]) -> dict[str, tuple[str, int, str]]:
-    with pool.connection() as conn:
-        rows = conn.execute(
-            "SELECT queue_id, status, attempts, held_reason FROM loom.memory_extraction_queue"
-            " WHERE queue_id = ANY(%s)",
-            (ids,),
-        ).fetchall()
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
-
-
 def _held_for(pool, queue_id: str) -> float:
     """Seconds from now until the job's hold ends."""
     with pool.connection() as conn:
@@ -109,15 +100,6 @@ def _hold_ends(pool, queue_id: str) -> None:
         )
 
 
-def _drain_until_settled(deps, pool, ids: list[str], passes: int = 30) -> None:
-    """Drain until none of these jobs is still due to run (the shared queue may hold other
-    tests' due jobs ahead of them)."""
-    for _ in range(passes):
-        drain_due(deps)
-        if not any(s in ("pending", "running") for s, _, _ in _jobs(pool, ids).values()):
-            return
-
-
 def test_a_replay_the_gateway_asks_to_wait_is_held_as_long_as_it_asked_and_its_enqueuer_waits(
     api, deps, org, pool, gateway
 ):
@@ -135,10 +117,10 @@ def test_a_replay_the_gateway_asks_to_wait_is_held_as_long_as_it_asked_and_its_e
     gateway.holding["gwalpha"] = (429, {"Retry-After": "600"})
 
     with live_setting(pool, extraction_queue_batch="2"):
-        _drain_until_settled(deps, pool, [other])
+        drain_until_settled(deps, pool, [other])
         drain_due(deps)
 
-    assert _jobs(pool, [first, second, third, other]) == {
+    assert job_states(pool, [first, second, third, other]) == {
         first: ("held", 0, "gateway_wait"),
         second: ("pending", 0, ""),
         third: ("pending", 0, ""),
@@ -151,9 +133,9 @@ def test_a_replay_the_gateway_asks_to_wait_is_held_as_long_as_it_asked_and_its_e
 
     del gateway.holding["gwalpha"]
     _hold_ends(pool, first)
-    _drain_until_settled(deps, pool, [first, second, third])
+    drain_until_settled(deps, pool, [first, second, third])
 
-    assert {s for s, _, _ in _jobs(pool, [first, second, third]).values()} == {"done"}
+    assert {s for s, _, _ in job_states(pool, [first, second, third]).values()} == {"done"}
     assert gateway.asked_of(*words) == {"gwalpha": 2, "gwapple": 1, "gwapricot": 1, "gwbravo": 1}
 
 
@@ -174,10 +156,10 @@ def test_a_replay_the_gateway_refuses_is_held_then_asked_again_and_runs_once_all
     elsewhere, other = _defer(a, "gwaside", namespace="q2"), _defer(b, "gwbravo")
     gateway.holding["gwalpha"] = (403, {})
 
-    _drain_until_settled(deps, pool, [elsewhere, other])
+    drain_until_settled(deps, pool, [elsewhere, other])
     drain_due(deps)
 
-    jobs = _jobs(pool, [first, waiting, elsewhere, other])
+    jobs = job_states(pool, [first, waiting, elsewhere, other])
     assert jobs == {
         first: ("held", 0, "gateway_refused"),
         waiting: ("pending", 0, ""),
@@ -188,8 +170,8 @@ def test_a_replay_the_gateway_refuses_is_held_then_asked_again_and_runs_once_all
     assert "gwapple" not in gateway.asked and gateway.asked["gwalpha"] == 1
 
     _hold_ends(pool, first)
-    _drain_until_settled(deps, pool, [first])
-    assert _jobs(pool, [first, waiting]) == {
+    drain_until_settled(deps, pool, [first])
+    assert job_states(pool, [first, waiting]) == {
         first: ("held", 0, "gateway_refused"),
         waiting: ("pending", 0, ""),
     }
@@ -197,8 +179,8 @@ def test_a_replay_the_gateway_refuses_is_held_then_asked_again_and_runs_once_all
 
     del gateway.holding["gwalpha"]
     _hold_ends(pool, first)
-    _drain_until_settled(deps, pool, [first, waiting])
-    assert _jobs(pool, [first, waiting]) == {first: ("done", 0, ""), waiting: ("done", 0, "")}
+    drain_until_settled(deps, pool, [first, waiting])
+    assert job_states(pool, [first, waiting]) == {first: ("done", 0, ""), waiting: ("done", 0, "")}
     assert (gateway.asked["gwalpha"], gateway.asked["gwapple"]) == (3, 1)
 
 
@@ -212,9 +194,9 @@ def test_a_wait_without_retry_after_holds_for_the_configured_seconds(api, deps, 
     gateway.holding["gwalpha"] = (429, {})
 
     with live_setting(pool, extraction_queue_gateway_wait_seconds="120"):
-        _drain_until_settled(deps, pool, [qid])
+        drain_until_settled(deps, pool, [qid])
 
-    assert _jobs(pool, [qid])[qid] == ("held", 0, "gateway_wait")
+    assert job_states(pool, [qid])[qid] == ("held", 0, "gateway_wait")
     assert 110 <= _held_for(pool, qid) <= 120
     mine = a.ok("memory.extraction_status_mine", namespace="q", agent="bot", queue_ids=[qid])
     batch = mine["batches"][0]
@@ -230,9 +212,9 @@ def test_retry_after_as_an_http_date_is_honoured(api, deps, org, pool, gateway):
     when = format_datetime(utcnow().replace(microsecond=0) + timedelta(seconds=300), usegmt=True)
     gateway.holding["gwalpha"] = (429, {"Retry-After": when})
 
-    _drain_until_settled(deps, pool, [qid])
+    drain_until_settled(deps, pool, [qid])
 
-    assert _jobs(pool, [qid])[qid] == ("held", 0, "gateway_wait")
+    assert job_states(pool, [qid])[qid] == ("held", 0, "gateway_wait")
     assert 285 <= _held_for(pool, qid) <= 300
     _let_through(deps, pool, gateway, qid)
 
@@ -242,5 +224,5 @@ def _let_through(deps, pool, gateway: Gateway, qid: str) -> None:
     job held for a later test's passes)."""
     gateway.holding.clear()
     _hold_ends(pool, qid)
-    _drain_until_settled(deps, pool, [qid])
-    assert _jobs(pool, [qid])[qid] == ("done", 0, "")
+    drain_until_settled(deps, pool, [qid])
+    assert job_states(pool, [qid])[qid] == ("done", 0, "")

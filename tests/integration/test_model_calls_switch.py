@@ -70,7 +70,7 @@ def _defer(org: str, deps: Deps, word: str) -> str:
     return str(out.body["queue_id"])
 
 
-def _jobs(pool, ids: list[str]) -> dict[str, tuple[str, int, str]]:
+def job_states(pool, ids: list[str]) -> dict[str, tuple[str, int, str]]:
     with pool.connection() as conn:
         rows = conn.execute(
             "SELECT queue_id, status, attempts, held_reason FROM loom.memory_extraction_queue"
@@ -80,14 +80,14 @@ def _jobs(pool, ids: list[str]) -> dict[str, tuple[str, int, str]]:
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-def _drain(deps: Deps, pool, ids: list[str], passes: int = 50) -> None:
+def drain_until_settled(deps: Deps, pool, ids: list[str], passes: int = 50) -> None:
     """Drain until none of these jobs is due to run: the queue is shared by the whole test
     session, and other tests' due jobs (older, so first in a pass) can fill a pass's batch."""
     for _ in range(passes):
         drain_due(deps)
-        if not any(s in ("pending", "running") for s, _, _ in _jobs(pool, ids).values()):
+        if not any(s in ("pending", "running") for s, _, _ in job_states(pool, ids).values()):
             return
-    raise AssertionError(f"jobs still due after {passes} passes: {_jobs(pool, ids)}")
+    raise AssertionError(f"jobs still due after {passes} passes: {job_states(pool, ids)}")
 
 
 def test_only_an_org_admin_flips_or_reads_the_switch_and_each_flip_is_audited(m, pool):
@@ -134,22 +134,22 @@ def test_while_off_a_replay_is_held_spends_no_attempt_and_the_worker_runs_other_
     deps._llm = llm = CountingLLM()
     assert _switch(org, deps, False)["enabled"] is False
 
-    _drain(deps, pool, [held, runs])
+    drain_until_settled(deps, pool, [held, runs])
 
-    assert _jobs(pool, [held, runs]) == {
+    assert job_states(pool, [held, runs]) == {
         held: ("held", 0, "model_calls_off"),
         runs: ("done", 0, ""),
     }
     assert llm.calls["bravo"] == 1 and llm.calls["alpha"] == 0
     drain_due(deps)  # a held job is not claimed again
-    assert _jobs(pool, [held])[held] == ("held", 0, "model_calls_off")
+    assert job_states(pool, [held])[held] == ("held", 0, "model_calls_off")
 
     out = _switch(org, deps, True)
 
-    assert out["released"] == 1 and _jobs(pool, [held])[held] == ("pending", 0, "")
+    assert out["released"] == 1 and job_states(pool, [held])[held] == ("pending", 0, "")
     assert (held, 0) in queue.sent
-    _drain(deps, pool, [held])
-    assert _jobs(pool, [held])[held] == ("done", 0, "")
+    drain_until_settled(deps, pool, [held])
+    assert job_states(pool, [held])[held] == ("done", 0, "")
     assert (llm.calls["bravo"], llm.calls["alpha"]) == (1, 1)
 
 
@@ -174,11 +174,11 @@ def test_a_job_held_by_a_server_that_read_the_switch_late_is_released_by_the_wor
     _switch(org, deps, True)  # on another server: `late` reads it within the refresh bound
 
     assert process_job(late, qid) == "held"
-    assert _jobs(pool, [qid])[qid] == ("held", 0, "model_calls_off")
+    assert job_states(pool, [qid])[qid] == ("held", 0, "model_calls_off")
 
-    _drain(deps, pool, [qid])  # its first pass releases it
+    drain_until_settled(deps, pool, [qid])  # its first pass releases it
 
-    assert _jobs(pool, [qid])[qid] == ("done", 0, "")
+    assert job_states(pool, [qid])[qid] == ("done", 0, "")
 
 
 def test_retry_mine_answers_model_calls_off_while_off_and_requeues_once_on(
@@ -200,7 +200,7 @@ def test_retry_mine_answers_model_calls_off_while_off_and_requeues_once_on(
     out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot", queue_ids=[qid])
 
     assert (out["model_calls_off"], out["requeued"], out["left_alone"]) == ([qid], [], [])
-    assert _jobs(pool, [qid])[qid][0] == "failed"
+    assert job_states(pool, [qid])[qid][0] == "failed"
 
     _switch(org, deps, True)
     out = agent.ok("memory.extraction_retry_mine", namespace="q", agent="bot", queue_ids=[qid])
@@ -240,7 +240,7 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
         made_when_off = made()
         deadline = time.monotonic() + 60
         while len(seen_held) < 20 and time.monotonic() < deadline:
-            jobs = _jobs(pool, ids)
+            jobs = job_states(pool, ids)
             seen_held |= {q for q, (status, _, _) in jobs.items() if status == "held"}
             assert all(attempts == 0 for _, attempts, _ in jobs.values())
             time.sleep(0.01)
@@ -248,7 +248,7 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
         _switch(org, deps, True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if {s for s, _, _ in _jobs(pool, ids).values()} == {"done"}:
+            if {s for s, _, _ in job_states(pool, ids).values()} == {"done"}:
                 break
             time.sleep(0.05)
     finally:
@@ -256,7 +256,7 @@ def test_the_switch_flipped_off_and_on_under_a_running_queue_loses_and_repeats_n
         for t in threads:
             t.join()
 
-    jobs = _jobs(pool, ids)
+    jobs = job_states(pool, ids)
     assert {s for s, _, _ in jobs.values()} == {"done"}
     assert all(attempts == 0 for _, attempts, _ in jobs.values())
     assert len(seen_held) >= 20 and made_while_off <= len(threads)
@@ -465,13 +465,13 @@ def test_with_the_switch_unread_the_worker_calls_no_model_and_spends_no_attempt(
         error = conn.execute(
             "SELECT last_error FROM loom.memory_extraction_queue WHERE queue_id = %s", (qid,)
         ).fetchone()[0]
-    assert _jobs(pool, [qid])[qid] == ("pending", 0, "")
+    assert job_states(pool, [qid])[qid] == ("pending", 0, "")
     assert "model-calls switch" in error and llm.calls == {}
 
     read.failing = False
     time.sleep(0.1)  # its retry waits 15 s scaled by 0.001
     assert process_job(worker, qid) == "done"
-    assert _jobs(pool, [qid])[qid] == ("done", 0, "") and llm.calls == {"delta": 1}
+    assert job_states(pool, [qid])[qid] == ("done", 0, "") and llm.calls == {"delta": 1}
 
 
 def test_while_off_the_observe_worker_distils_none_of_the_orgs_sessions_and_others_go_first(

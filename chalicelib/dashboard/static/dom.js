@@ -111,3 +111,42 @@ export function cursorList({ list, more, empty, error, fetch, key, item }) {
 
   return { load, reset };
 }
+
+/**
+ * A search form whose newest answer alone is drawn: the ids of its query input, its results'
+ * <ol>, the section that wraps them and its title, and its error; `fetch(query)` answers the
+ * hits, `item(hit)` draws one and `none` is the note when there is none. `search(event)` runs
+ * it (an empty query clears it); `clear()` empties it and drops any answer still on its way.
+ */
+export function searchBox({ query, results, wrap, title, error, fetch, item, none }) {
+  let searches = 0;
+
+  async function search(event) {
+    event.preventDefault();
+    const text = $(query).value.trim();
+    setError(error, "");
+    if (!text) return clear();
+    const mine = ++searches;
+    try {
+      const hits = await fetch(text);
+      if (mine !== searches) return;
+      const node = $(results);
+      node.replaceChildren(...hits.map(item));
+      if (!hits.length) node.append(el("li", { class: "muted", text: none }));
+      $(title).textContent = `Results for “${text}”`;
+      $(wrap).hidden = false;
+    } catch (err) {
+      if (mine !== searches) return;
+      setError(error, describe(err));
+    }
+  }
+
+  function clear() {
+    searches++;
+    $(results).replaceChildren();
+    $(wrap).hidden = true;
+    $(query).value = "";
+  }
+
+  return { search, clear };
+}

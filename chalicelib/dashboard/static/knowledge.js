@@ -4,7 +4,7 @@
 // confirmation (knowledge.delete). Every text the server or a file gives goes in as text.
 
 import { describe } from "./api.js";
-import { $, announce, cursorList, el, fullTime, plural, setError, when } from "./dom.js";
+import { $, announce, cursorList, el, fullTime, plural, searchBox, setError, when } from "./dom.js";
 import { scope, signal, state } from "./state.js";
 
 const PAGE = 20;
@@ -13,7 +13,6 @@ const FILE_BYTES_MAX = 4 * FILE_CHARS_MAX; // a file larger than this cannot fit
 
 let opened = null; // { uri, namespace, document }
 let latestOpen = 0;
-let searches = 0;
 let fromFile = { uri: "", title: "" }; // the defaults a file filled in, replaced by the next
 
 function tagList(tags, label) {
@@ -87,33 +86,19 @@ function hitItem(h) {
   );
 }
 
-async function search(event) {
-  event.preventDefault();
-  const query = $("kn-search-query").value.trim();
-  setError("kn-search-error", "");
-  if (!query) return clearSearch();
-  const mine = ++searches;
-  try {
+const searchForm = searchBox({
+  query: "kn-search-query",
+  results: "kn-results",
+  wrap: "kn-results-wrap",
+  title: "kn-results-title",
+  error: "kn-search-error",
+  fetch: async (query) => {
     const answer = await state.api.call("knowledge.search", { ...scope(), query });
-    if (mine !== searches) return;
-    const hits = answer.hits || [];
-    const results = $("kn-results");
-    results.replaceChildren(...hits.map(hitItem));
-    if (!hits.length) results.append(el("li", { class: "muted", text: "No matching documents." }));
-    $("kn-results-title").textContent = `Results for “${query}”`;
-    $("kn-results-wrap").hidden = false;
-  } catch (err) {
-    if (mine !== searches) return;
-    setError("kn-search-error", describe(err));
-  }
-}
-
-function clearSearch() {
-  searches++;
-  $("kn-results").replaceChildren();
-  $("kn-results-wrap").hidden = true;
-  $("kn-search-query").value = "";
-}
+    return answer.hits || [];
+  },
+  item: hitItem,
+  none: "No matching documents.",
+});
 
 function markCurrent() {
   for (const item of $("docs").querySelectorAll(".item")) {
@@ -322,7 +307,7 @@ async function confirmed() {
 
 export function resetKnowledge() {
   documents.reset(); // an answer still on its way is for the previous context: dropped
-  clearSearch();
+  searchForm.clear();
   setError("kn-search-error", "");
   opened = null;
   latestOpen++;
@@ -336,8 +321,8 @@ export function resetKnowledge() {
 export function initKnowledge() {
   $("docs-refresh").addEventListener("click", () => loadDocuments());
   $("docs-more").addEventListener("click", () => loadDocuments({ more: true }));
-  $("kn-search-form").addEventListener("submit", search);
-  $("kn-search-clear").addEventListener("click", clearSearch);
+  $("kn-search-form").addEventListener("submit", searchForm.search);
+  $("kn-search-clear").addEventListener("click", searchForm.clear);
   $("doc-close").addEventListener("click", () => opened && leaveDocument(opened.uri));
   $("doc-edit").addEventListener("click", editDocument);
   $("doc-delete").addEventListener("click", askDelete);

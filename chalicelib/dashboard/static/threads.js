@@ -2,7 +2,7 @@
 // Titles and excerpts are shown exactly as the server sends them: an empty one stays empty.
 
 import { describe } from "./api.js";
-import { $, el, plural, setError, when } from "./dom.js";
+import { $, el, plural, searchBox, setError, when } from "./dom.js";
 import { on, scope, signal, state } from "./state.js";
 
 const PAGE = 20;
@@ -114,39 +114,25 @@ function hitItem(h) {
   );
 }
 
-let searches = 0; // only the newest search's answer is drawn (a sign-out or a new one counts)
-async function search(event) {
-  event.preventDefault();
-  const query = $("search-query").value.trim();
-  setError("search-error", "");
-  if (!query) return clearSearch();
-  const results = $("search-results");
-  const mine = ++searches;
-  try {
+// Only the newest search's answer is drawn (a sign-out or a new one counts).
+const searchForm = searchBox({
+  query: "search-query",
+  results: "search-results",
+  wrap: "search-results-wrap",
+  title: "search-results-title",
+  error: "search-error",
+  fetch: async (query) => {
     const answer = await state.api.call("conversation.search", {
       ...scope(),
       agent: "*",
       query,
       namespace_scope: $("search-all").checked ? "all_mine" : "this",
     });
-    if (mine !== searches) return;
-    const hits = answer.hits || [];
-    results.replaceChildren(...hits.map(hitItem));
-    if (!hits.length) results.append(el("li", { class: "muted", text: "No matching turns." }));
-    $("search-results-title").textContent = `Results for “${query}”`;
-    $("search-results-wrap").hidden = false;
-  } catch (err) {
-    if (mine !== searches) return;
-    setError("search-error", describe(err));
-  }
-}
-
-function clearSearch() {
-  searches++;
-  $("search-results").replaceChildren();
-  $("search-results-wrap").hidden = true;
-  $("search-query").value = "";
-}
+    return answer.hits || [];
+  },
+  item: hitItem,
+  none: "No matching turns.",
+});
 
 export function resetThreads() {
   generation++; // an answer still on its way is for the previous context: dropped
@@ -155,7 +141,7 @@ export function resetThreads() {
   current = null;
   $("threads").replaceChildren();
   state.titles.clear();
-  clearSearch();
+  searchForm.clear();
   setError("search-error", "");
 }
 
@@ -163,8 +149,8 @@ export function initThreads() {
   $("threads-refresh").addEventListener("click", () => loadThreads());
   $("threads-more").addEventListener("click", () => loadThreads({ more: true }));
   $("window-days").addEventListener("change", () => loadThreads());
-  $("search-form").addEventListener("submit", search);
-  $("search-clear").addEventListener("click", clearSearch);
+  $("search-form").addEventListener("submit", searchForm.search);
+  $("search-clear").addEventListener("click", searchForm.clear);
   on("thread-opened", ({ namespace, threadId }) => {
     current = [namespace, threadId];
     for (const item of $("threads").querySelectorAll(".item")) {

@@ -39,6 +39,14 @@ class Caller:
     any_org: bool = False  # the single user of a LOOM_AUTH=off install may name any org
     agent: str | None = None  # the bot an end-user token names (its agent claim)
 
+    def speaks_for(self, agent: str) -> str | None:
+        """The bot this caller files and reads for: a token pinned to one end user speaks for
+        the agent it names (None when it names none), never the body's `agent`; any other
+        caller for `agent`."""
+        if self.read_user_id is not None:
+            return self.agent
+        return agent
+
     @property
     def bounded(self) -> bool:
         """A token bounded to one user or session, not namespace-wide."""

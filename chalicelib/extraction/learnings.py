@@ -26,14 +26,6 @@ def candidate_id(agent: str, key: str, text: str) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:32]
 
 
-def filing_agent(run: Run) -> str | None:
-    """The bot a rule is filed for: a token pinned to one end user files for the agent it
-    names (None: it names none, and files no rule); any other, for the request's agent."""
-    if run.caller.read_user_id is not None:
-        return run.caller.agent
-    return run.agent
-
-
 def file_agent_rules(run: Run) -> None:
     """File each of the run's agent rules: a supporter row with the user's quotes, then the
     candidate. A rule not filed is counted in loom.memory_drops under its reason."""
@@ -42,7 +34,7 @@ def file_agent_rules(run: Run) -> None:
         return
     with autocommit_connection(run.deps.pool) as conn:
         patterns = memory_store.blacklist_patterns(conn, run.org, run.namespace)
-    agent = filing_agent(run)
+    agent = run.caller.speaks_for(run.agent)
     for rule in rules:
         reason = _refusal(run, rule, agent, patterns)
         if reason is None:

@@ -99,9 +99,8 @@ def served_chunks(
 def reader_agent(caller: Caller, agent: str) -> str:
     """The agent a read is served knowledge as: a token pinned to one end user reads as the bot
     it names, whatever the body says, and as no bot ('-') when it names none."""
-    if caller.read_user_id is not None:
-        return caller.agent or "-"
-    return agent
+    speaks = caller.speaks_for(agent)
+    return "-" if speaks is None else speaks
 
 
 def _readable(caller: Caller, org: str, namespace: str) -> bool:

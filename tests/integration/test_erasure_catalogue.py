@@ -7,6 +7,7 @@ import psycopg
 import pytest
 
 from chalicelib.store.erasure import ERASED, NOT_ERASED
+from tests.integration.test_erasure_support import NOT_A_PARTITION
 
 
 def uncovered(conn: psycopg.Connection) -> list[str]:
@@ -17,10 +18,7 @@ def uncovered(conn: psycopg.Connection) -> list[str]:
         " AND (column_name LIKE '%%user%%' OR column_name = 'namespace')"
         " AND table_name IN (SELECT table_name FROM information_schema.tables"
         "  WHERE table_schema = 'loom' AND table_type IN ('BASE TABLE', 'PARTITIONED TABLE'))"
-        # A partition's rows are its table's (loom.conversations' months).
-        " AND table_name NOT IN (SELECT c.relname FROM pg_class c"
-        "  JOIN pg_namespace n ON n.oid = c.relnamespace"
-        "  WHERE n.nspname = 'loom' AND c.relispartition)"
+        " AND" + NOT_A_PARTITION
     ).fetchall()
     user_cols: dict[str, set[str]] = {}
     for table, column in rows:

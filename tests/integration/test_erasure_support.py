@@ -155,14 +155,19 @@ def seed_user(world: World, user: str) -> None:
 # ---- whole-row dumps ----------------------------------------------------------------------
 
 
+# A partition's rows are its table's (loom.conversations' months): tables read from the
+# catalogue leave partitions out.
+NOT_A_PARTITION = (
+    " table_name NOT IN (SELECT c.relname FROM pg_class c"
+    "  JOIN pg_namespace n ON n.oid = c.relnamespace"
+    "  WHERE n.nspname = 'loom' AND c.relispartition)"
+)
+
+
 def org_tables(conn: Any) -> list[str]:
     rows = conn.execute(
         "SELECT table_name FROM information_schema.columns WHERE table_schema = 'loom'"
-        # A partition's rows are its table's (loom.conversations' months).
-        " AND column_name = 'org' AND table_name NOT IN (SELECT c.relname FROM pg_class c"
-        "  JOIN pg_namespace n ON n.oid = c.relnamespace"
-        "  WHERE n.nspname = 'loom' AND c.relispartition)"
-        " ORDER BY table_name"
+        " AND column_name = 'org' AND" + NOT_A_PARTITION + " ORDER BY table_name"
     ).fetchall()
     return [f"loom.{r[0]}" for r in rows]
 

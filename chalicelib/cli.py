@@ -493,6 +493,28 @@ def cmd_model_calls(args: argparse.Namespace, deps: Deps) -> int:
     return 0
 
 
+def cmd_partitions_split(args: argparse.Namespace, deps: Deps) -> int:
+    """Move the turns stored before partitions into month partitions, saying each month on
+    stderr; exit 1 when a month's move gave up waiting for the lock (nothing of it moved)."""
+    from chalicelib.services.partition_split import split_earlier_turns
+
+    if not re.fullmatch(r"\d{1,6}(ms|s|min)", args.lock_timeout):
+        _say(f"error: --lock-timeout {args.lock_timeout}: give a time such as 500ms, 5s or 1min")
+        return 2
+    run = split_earlier_turns(deps, months=args.months, lock_timeout=args.lock_timeout, say=_say)
+    if run.busy:
+        _say(
+            f"error: the transcript was busy for {args.lock_timeout}; nothing of the next month"
+            " moved. Run `loom partitions split` again (at a quieter time, or with a longer"
+            " --lock-timeout)"
+        )
+    print(
+        f"{run.months} month(s) moved ({run.turns:,} turns); {run.left} month(s) left in the"
+        " table of turns stored before partitions"
+    )
+    return 1 if run.busy else 0
+
+
 def cmd_reextract(args: argparse.Namespace, deps: Deps) -> int:
     """Extract a namespace's recorded transcripts again into a fresh namespace, each request
     with what its first extraction read; prints what it wrote. Exit 1 when a request failed."""
@@ -608,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ingest_transcript(sub)
     _add_drops(sub)
     _add_reextract(sub)
+    _add_partitions(sub)
     _add_model_calls(sub)
     _add_demote_activity_narration(sub)
     return parser
@@ -727,6 +750,28 @@ def _add_model_calls(sub: Subparsers) -> None:
     switch.set_defaults(fn=cmd_model_calls)
 
 
+def _add_partitions(sub: Subparsers) -> None:
+    parts = sub.add_parser("partitions", help="the transcript's month partitions")
+    actions = parts.add_subparsers(dest="action", required=True)
+    split = actions.add_parser(
+        "split",
+        help="move the turns stored before partitions into month partitions, newest month"
+        " first, one transaction a month (stop it any time; run it again to go on)",
+    )
+    split.add_argument(
+        "--months",
+        type=_int_between(1, 100_000),
+        default=None,
+        help="move at most this many months this run (default: all)",
+    )
+    split.add_argument(
+        "--lock-timeout",
+        default="5s",
+        help="how long a month's move waits for the transcript's lock before giving up (5s)",
+    )
+    split.set_defaults(fn=cmd_partitions_split)
+
+
 def _add_reextract(sub: Subparsers) -> None:
     reextract = sub.add_parser("reextract", help="extract a namespace again into a fresh one")
     reextract.add_argument("--org", required=True)
@@ -842,6 +887,7 @@ ADMIN_COMMANDS = (
     "reextract",
     "demote-activity-narration",
     "model-calls",
+    "partitions",
 )
 
 

@@ -1,9 +1,5 @@
-"""The lexical leg's plan: BM25 statistics of the caller's scope (never another tenant's).
-
-A scope of up to `sample_rows` windows is read whole: exact statistics. A larger one (counted
-once a TTL) estimates each term's document frequency from a sample of its first windows
-(drawn once a TTL). Documents are gathered through the rare terms; common terms add their
-weight to those documents only. Why: docs/decisions/0013-search-modes.md."""
+"""The lexical leg's plan: BM25 statistics of the caller's scope, exact for a small scope and
+sampled for a large one. Why: docs/decisions/0013-search-modes.md."""
 
 from __future__ import annotations
 
@@ -36,8 +32,8 @@ def plan_window_search(
     tuning: SearchTuning,
     caches: SearchCaches,
 ) -> Bm25Read | None:
-    """The query's lexemes and their statistics in the caller's scope (counted or recalled),
-    and the windows to gather; None when no window can match."""
+    """The query's lexemes, their statistics in the caller's scope (counted or recalled) and the
+    windows to gather; None when no window can match."""
     shape = filter_shape(f)
     _, params = filter_params(f, "e")
     params.update(model=model, query=query, max_terms=tuning.max_terms)
@@ -58,27 +54,11 @@ def plan_window_search(
             large = scope_size(conn, shape, params)
             _keep(caches, tuning, {key: large})
         n, avgdl = large
-        known: Counted = {
-            t: v for t in terms if (v := caches.fresh(caches.stats, (*key, t))) is not None
-        }
-        unknown = [t for t in terms if t not in known]
-        if unknown:
-            sampled, lexicon = _lexicon(conn, shape, params, key, tuning, caches)
-            counted = _frequencies({t: lexicon.get(t, 0) for t in unknown}, n, sampled, tuning)
-            # A word the sample never met may still be in a few windows: the rarest words are
-            # the ones a query is most about, so they are counted through the index.
-            unseen = [t for t in unknown if not lexicon.get(t)]
-            if unseen and tuning.unseen_count_max:
-                line = min(_rare_line(n, tuning), tuning.unseen_count_max)
-                for t, d in count_windows(conn, shape, params, unseen, line).items():
-                    counted[t] = (d, 0 < d < line)
-            _keep(caches, tuning, {(*key, t): v for t, v in counted.items()})
-            known.update(counted)
+        known = _estimate(conn, shape, params, key, terms, n, tuning, caches)
         df = {t: known[t][0] for t in terms}
         gather, op = _gather([t for t in terms if known[t][1]], df, tuning.candidates_max)
         if op == "&" and len(gather) > 1 and tuning.fallback_candidates:
-            # No window may hold every common term: then some of those holding any of the
-            # rarest few.
+            # No window may hold every common term: then some of those holding the rarest few.
             rarest = sorted(gather, key=lambda t: df[t])[: tuning.fallback_terms]
             params.update(fallback=_tsquery(rarest, "|"), fallback_cand=tuning.fallback_candidates)
         # Windows holding every common term are many and rank alike: a sample of them.
@@ -99,31 +79,45 @@ def plan_window_search(
     return Bm25Read(shape, params)
 
 
-def _lexicon(
+def _estimate(
     conn: Connection,
     shape: tuple[str, ...],
     params: dict[str, Any],
     key: Any,
+    terms: list[str],
+    n: float,
     tuning: SearchTuning,
     caches: SearchCaches,
-) -> tuple[float, dict[str, int]]:
-    """A large scope's sample, drawn once a TTL: every query meeting new terms in that time
-    counts them in the same rows."""
+) -> Counted:
+    """Each term's frequency in a large scope of n windows: recalled, else scaled up from the
+    scope's sample (drawn once a TTL, so queries meeting new terms count them in the same rows)."""
+    known: Counted = {
+        t: v for t in terms if (v := caches.fresh(caches.stats, (*key, t))) is not None
+    }
+    unknown = [t for t in terms if t not in known]
+    if not unknown:
+        return known
     drawn = caches.fresh(caches.lexicons, key)
     if drawn is None:
         drawn = sample_lexicon(conn, shape, {**params, "cap": tuning.large_sample_rows})
         caches.samples_drawn += 1
-        ttl, bound = tuning.stats_ttl_seconds, tuning.lexicons_max
-        caches.keep(caches.lexicons, {key: drawn}, ttl, bound)
-    return drawn
-
-
-def _frequencies(hits: dict[str, int], n: float, sampled: float, tuning: SearchTuning) -> Counted:
-    """Each term's document frequency in a scope of n windows, each of the `sampled` rows
-    standing for n / sampled, and whether it is rare (held by some sampled window, and by
-    fewer than the rare line)."""
+        caches.keep(caches.lexicons, {key: drawn}, tuning.stats_ttl_seconds, tuning.lexicons_max)
+    sampled, lexicon = drawn
+    # A term is rare when some sampled window holds it and it is estimated under the rare line.
     per_row, line = n / max(sampled, 1.0), _rare_line(n, tuning)
-    return {w: (h * per_row, 0 < h * per_row < line) for w, h in hits.items()}
+    counted: Counted = {}
+    for t in unknown:
+        d = lexicon.get(t, 0) * per_row
+        counted[t] = (d, 0 < d < line)
+    # A word the sample never met may still be in a few windows: the rarest words are the ones a
+    # query is most about, so they are counted through the index.
+    unseen = [t for t in unknown if not lexicon.get(t)]
+    if unseen and tuning.unseen_count_max:
+        line = min(line, tuning.unseen_count_max)
+        for t, d in count_windows(conn, shape, params, unseen, line).items():
+            counted[t] = (d, 0 < d < line)
+    _keep(caches, tuning, {(*key, t): v for t, v in counted.items()})
+    return {**known, **counted}
 
 
 def _rare_line(n: float, t: SearchTuning) -> int:

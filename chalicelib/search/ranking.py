@@ -24,9 +24,8 @@ def rrf(
 
 
 def centred_excerpt(text: str, terms: Sequence[str], width: int, *, stems: bool = False) -> str:
-    """`width` characters of `text` around the first match of any term (case-blind); the start
-    of the text when none matches. With `stems`, a term also matches a word it begins
-    ("reconcili" in "reconciliations"), as a stemmer's lexemes do."""
+    """`width` characters of `text` around the first match of any term (case-blind), else its
+    start; with `stems`, a term also matches a word it begins, as a stemmer's lexemes do."""
     if len(text) <= width or not terms:
         return text[:width]
     pattern = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True) if t)

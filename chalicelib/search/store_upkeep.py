@@ -1,9 +1,5 @@
-"""The windows of turns search indexes (a turn with its date and the two live rows before it)
-and their context vectors, rewritten where a thread changes: from three rows before the change
-on, writing only the windows that differ. A write that moves a live row to another time first
-notes where it stood (`note_moving_rows`), so the rewrite starts no later. A row of a turn the
-transcript never recorded (`saved_only`) has no window and is no neighbour. The full account:
-docs/decisions/0013-search-modes.md, "Maintenance"."""
+"""The windows search indexes (a turn, its date, the two live rows before it) and context vectors,
+rewritten from where a thread changes. Account: docs/decisions/0013-search-modes.md, Maintenance."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ _REWRITE = (
     "  CASE WHEN m.ts < %(ts)s::timestamptz THEN '' ELSE %(msg_id)s END AS msg_id"
     "  FROM (SELECT nullif(current_setting('" + MOVED_FROM + "', true), '')::timestamptz"
     "   AS ts) m),"
-    # The row three before the change (none: the whole thread), as a bound the thread-order
-    # index seeks to.
+    # The row three before the change (none: the whole thread), a bound the thread index seeks.
     " start AS MATERIALIZED (SELECT coalesce(s.ts, '-infinity') AS ts,"
     "  coalesce(s.msg_id, '') AS msg_id, s.ts IS NOT NULL AS found"
     "  FROM change c LEFT JOIN LATERAL (SELECT ts, msg_id"
@@ -86,22 +81,11 @@ def note_moving_rows(
     *,
     vectorless_only: bool,
 ) -> None:
-    """Before this transaction writes rows over (each `writes` item: msg_id, the time and the
-    text it writes), note where the earliest live row that moves or changes text stands (only
-    rows with no vector when `vectorless_only`: the ones a vector write takes over): the
-    window rewrite that follows starts no later. Context vectors read after a row whose text
-    changes fall back to their turn's own."""
-    params = {
-        "org": org,
-        "ns": namespace,
-        "thread": thread_id,
-        "model": model,
-        "ids": [w[0] for w in writes],
-        "ts": [w[1] for w in writes],
-        "texts": [w[2] for w in writes],
-        "vectorless": vectorless_only,
-    }
-    conn.execute(_NOTE_MOVING, params)
+    """Before writes (msg_id, ts, text) over live rows (only vectorless ones if `vectorless_only`),
+    note where the earliest moving or retexted one stood, so the window rewrite starts no later."""
+    columns = {name: [w[i] for w in writes] for i, name in enumerate(("ids", "ts", "texts"))}
+    scope = {"org": org, "ns": namespace, "thread": thread_id, "model": model}
+    conn.execute(_NOTE_MOVING, {**scope, **columns, "vectorless": vectorless_only})
 
 
 def rewrite_thread_windows(conn: Connection, org: str, namespace: str, thread_id: str) -> int:

@@ -1,6 +1,5 @@
 """conversation.search's tuning values, and what a process remembers of the scopes it searched.
-
-The figures behind each value are in docs/decisions/0013-search-modes.md."""
+The figures behind each value: docs/decisions/0013-search-modes.md."""
 
 from __future__ import annotations
 
@@ -54,9 +53,8 @@ Table = dict[Any, tuple[float, Any]]  # key -> (until, value)
 
 
 class SearchCaches:
-    """What this process remembers of the scopes it searched, each entry as (until, value); a
-    Deps owns one (`deps.search_caches`), so a fresh Deps starts with none. It also counts the
-    samples the lexical leg drew, for tests to read."""
+    """What this process remembers of the scopes it searched, each entry (until, value); a Deps
+    owns one (`deps.search_caches`), so a fresh Deps starts with none."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
@@ -65,7 +63,7 @@ class SearchCaches:
         # by (filter, model, term).
         self.stats: Table = {}
         self.lexicons: Table = {}  # a large scope's sample: (rows, lexeme -> windows holding it)
-        self.samples_drawn = 0  # large scopes' samples drawn
+        self.samples_drawn = 0  # large scopes' samples drawn, for tests to read
 
     def fresh(self, table: Table, key: Any) -> Any:
         """An entry's value while its TTL lasts, else None."""

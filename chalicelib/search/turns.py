@@ -1,6 +1,5 @@
-"""conversation.search's three modes over a scope: semantic (vector ranking over the floor,
-substring fallback), lexical (BM25 over turn windows) and hybrid (both, fused by reciprocal
-rank)."""
+"""conversation.search's modes: semantic (vectors over a floor, substring fallback), lexical
+(BM25 over turn windows) and hybrid (both, fused by reciprocal rank)."""
 
 from __future__ import annotations
 
@@ -39,24 +38,20 @@ def search_turns(
     mode: SearchMode = "semantic",
     lexical_weight: float = 1.0,
 ) -> list[dict[str, Any]]:
-    """Hits best first. semantic: the turn's vector over the floor (substring hits newest
-    first when the embedder fails); lexical: BM25 over each turn's window; hybrid: the turns
-    nearest by their own vector and BM25's, ranked by each of their two vectors and fused with
-    BM25's ranking by reciprocal rank, no floor (the lexical leg alone when the embedder
-    fails)."""
+    """Hits best first (hybrid's under no floor); without the embedder, semantic falls back to
+    substring hits (newest first) and hybrid to the lexical leg alone."""
     excerpt_chars = deps.live().conversation_search_excerpt_chars
     if mode == "semantic":
         return _semantic(deps, filt, query, top_k, excerpt_chars)
     tuning = deps.search_tuning
-    # BM25's depth also bounds the lexical mode's read: hits past top_k stand in for any the
-    # guard drops.
+    # Also the lexical mode's read: hits past top_k stand in for any the guard drops.
     bm25_depth = max(tuning.bm25_leg_depth, top_k)
     if mode == "lexical":
         lexical = _lexical_rows(deps, filt, query, bm25_depth)
         return _fuse(deps, None, lexical, 1.0, top_k, excerpt_chars)
     vector_depth = max(tuning.vector_leg_depth, top_k)
-    # The vector leg beside, embedding the query first; the lexical leg here reads its
-    # statistics meanwhile, then its hits with their similarities once the vector is known.
+    # The vector leg beside, embedding the query; the lexical leg reads its statistics
+    # meanwhile, then its hits with their similarities once the vector is known.
     embedded: Future[np.ndarray | None] = Future()
 
     def vector_leg() -> list[dict[str, Any]] | None:
@@ -99,6 +94,10 @@ def _semantic(
     ]
 
 
+def _key(r: dict[str, Any]) -> HitKey:
+    return (r["namespace"], r["thread_id"], r["msg_id"])
+
+
 _NOT_SHOWN = ("text", "terms", "score", "similarity", "in_context", "before")
 
 
@@ -111,9 +110,8 @@ def _as_hit(row: dict[str, Any], excerpt: str, similarity: float | None, score: 
 def vector_leg_rows(
     deps: Deps, conn: Any, filt: TurnFilter, query_vec: Any, k: int, *, in_context: bool = False
 ) -> list[dict[str, Any]]:
-    """Top k by the turn's own vector: exact in a small scope, else through the HNSW index;
-    each row with the text it was embedded from and its similarities (with `in_context`, its
-    context vector's too)."""
+    """Top k by the turn's own vector, with its similarities: exact in a small scope (or one not
+    known to be large), else through the HNSW index."""
     tuning, caches, model = deps.search_tuning, deps.search_caches, deps.embedder.name
     dim = len(query_vec)
     common: dict[str, Any] = {"model": model, "dim": dim, "query_vec": query_vec, "k": k}
@@ -125,7 +123,7 @@ def vector_leg_rows(
             ttl, bound = tuning.large_scope_ttl_seconds, tuning.large_scopes_max
             caches.keep(caches.large, {key: True}, ttl, bound)
     if rows is None:  # a large scope: the HNSW index, scanning on until k pass
-        rows = vector_search(conn, filt, **common, exact=False, in_context=in_context)
+        rows = vector_search(conn, filt, **common, in_context=in_context)
     return rows
 
 
@@ -136,9 +134,8 @@ def _lexical_rows(
     k: int,
     query_vec: Callable[[], np.ndarray | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """BM25 hits best first; with a query vector (asked for once the statistics are read, on
-    no connection), each with its similarities and followed by the turn before it. A hit that
-    reads as high is dropped where hits are shown (`_fuse`): only the few shown are read."""
+    """BM25 hits best first; with a query vector (awaited once the statistics are read, on no
+    connection), each with its similarities and followed by the turn before it."""
     tuning, caches = deps.search_tuning, deps.search_caches
     with autocommit_connection(deps.pool) as conn:
         planned = plan_window_search(
@@ -160,19 +157,13 @@ def _fuse(
     top_k: int,
     excerpt_chars: int,
 ) -> list[dict[str, Any]]:
-    """BM25's order alone (lexical mode, or hybrid without the embedder), else the fusion by
-    reciprocal rank of three rankings of the turns either leg found: by the turn's own vector,
-    by its context vector (each weighing vector_leg_weight: two views of one signal) and by
-    BM25 (scaled by lexical_weight). A BM25 hit's excerpt is centred on the query's words."""
-
-    def key(r: dict[str, Any]) -> HitKey:
-        return (r["namespace"], r["thread_id"], r["msg_id"])
-
+    """BM25's order alone, else reciprocal rank fusion of three rankings of the turns either leg
+    found: own and context vector (vector_leg_weight each) and BM25 (lexical_weight)."""
     # Each turn once, where BM25 first ranked it, else the vector leg's row.
     found: dict[HitKey, dict[str, Any]] = {}
     for r in lexical:
-        found.setdefault(key(r), r)
-    rows: dict[HitKey, dict[str, Any]] = {key(r): r for r in vector_rows or ()}
+        found.setdefault(_key(r), r)
+    rows: dict[HitKey, dict[str, Any]] = {_key(r): r for r in vector_rows or ()}
     rows.update(found)
 
     ranked: list[tuple[Any, float]]  # (HitKey, score), best first
@@ -182,11 +173,8 @@ def _fuse(
 
         def by(field: str) -> list[HitKey]:
             # A zero query vector's similarities are NaN: no ranking. Ties go by msg_id.
-            values = ((r.get(field), k) for k, r in rows.items())
-            return [
-                k
-                for _, _, k in sorted((-v, k[2], k) for v, k in values if v is not None and v == v)
-            ]
+            values = [(-v, k[2], k) for k, r in rows.items() if (v := r.get(field)) is not None]
+            return [k for _, _, k in sorted(v for v in values if v[0] == v[0])]
 
         weight = deps.search_tuning.vector_leg_weight
         ranked = rrf(
@@ -195,7 +183,8 @@ def _fuse(
     out: list[dict[str, Any]] = []
     for k, score in ranked:
         r = rows[cast(HitKey, k)]
-        if is_sensitive(r["text"]):  # indexed before today's guard read it as high
+        # Indexed before today's guard read it as high: checked here, on the few hits shown.
+        if is_sensitive(r["text"]):
             continue
         if k in found:
             excerpt = centred_excerpt(r["text"], r["terms"], excerpt_chars, stems=True)
@@ -217,7 +206,7 @@ def _substring_hits(
         for n in range(deps.search_tuning.substring_pages):
             rows = substring_search(conn, filt, needle=query, limit=page, offset=n * page)
             for r in rows:
-                key = (r["namespace"], r["thread_id"], r["msg_id"])
+                key = _key(r)
                 if key in seen or is_sensitive(r["content"]):
                     continue
                 seen.add(key)

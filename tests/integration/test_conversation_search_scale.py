@@ -18,7 +18,12 @@ import pytest
 from chalicelib.auth import mint_token
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.search import store_vectors as cs
-from chalicelib.search.store_vectors import TurnFilter, ensure_vector_index, vector_search
+from chalicelib.search.store_vectors import (
+    TurnFilter,
+    bounded_exact_search,
+    ensure_vector_index,
+    vector_search,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -181,22 +186,22 @@ def corpus(pool):
 
 
 def _search(conn, c: Corpus, filt: dict, k: int, *, exact: bool) -> list[str]:
-    rows = vector_search(
-        conn,
+    f, common = (
         TurnFilter(org=c.org, **filt),
-        model=MODEL,
-        dim=DIM,
-        query_vec=c.query_vec,
-        k=k,
-        exact=exact,
+        {"model": MODEL, "dim": DIM, "query_vec": c.query_vec},
     )
+    if exact:  # the small-scope path, bounded by the whole corpus
+        rows = bounded_exact_search(conn, f, **common, k=k, max_rows=len(c.vectors))
+        assert rows is not None
+    else:
+        rows = vector_search(conn, f, **common, k=k)
     sims = [r["similarity"] for r in rows]
     assert sims == sorted(sims, reverse=True)
     return [r["msg_id"] for r in rows if r["similarity"] >= FLOOR]
 
 
 def _forced_hnsw_search(pool, c: Corpus, filt: dict, k: int) -> tuple[list[str], int]:
-    """vector_search(exact=False) on a pooled connection whose planner must rank through the
+    """vector_search on a pooled connection whose planner must rank through the
     HNSW index (sorts priced out for this one transaction), as it does whenever statistics
     favour the index; returns the hits over the floor and the index scans it made."""
     with pool.connection() as conn:
@@ -243,7 +248,7 @@ def test_a_1pct_filter_ranks_exactly_through_the_op(api, deps, corpus, name, k):
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_a_1pct_filter_ranks_exactly_with_the_exact_scan(pool, corpus, name, k):
     """GIVEN the same corpus
-    WHEN vector_search(exact=True) ranks it under each 1% filter
+    WHEN bounded_exact_search ranks it under each 1% filter
     THEN the rows over the floor equal the exact ranking of the filtered rows.
     """
     filt, _, mask = FILTERS[name]
@@ -254,7 +259,7 @@ def test_a_1pct_filter_ranks_exactly_with_the_exact_scan(pool, corpus, name, k):
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_the_hnsw_scan_under_a_1pct_filter_fills_top_k(pool, corpus, name):
     """GIVEN the same corpus, and a planner that ranks through the HNSW index
-    WHEN vector_search(exact=False) asks for the top 20 under a filter that keeps 1% of rows
+    WHEN vector_search asks for the top 20 under a filter that keeps 1% of rows
     THEN it returns 20 rows over the floor, as the exact ranking does: the scan keeps reading
     past the neighbours the filter drops instead of stopping at ef_search candidates.
     """
@@ -266,7 +271,7 @@ def test_the_hnsw_scan_under_a_1pct_filter_fills_top_k(pool, corpus, name):
 
 def test_the_hnsw_path_under_a_1pct_filter_is_never_short(pool, corpus):
     """GIVEN the same corpus, and a planner that ranks through the HNSW index
-    WHEN vector_search(exact=False) ranks under each 1% filter for top_k 20 and 200
+    WHEN vector_search ranks under each 1% filter for top_k 20 and 200
     THEN it returns nearly as many rows as the exact ranking (at least 90%): the iterative
     scan keeps reading past the neighbours the filter drops, where a plain scan would stop at
     ef_search candidates and return about 1% of them. The graph is approximate and built with

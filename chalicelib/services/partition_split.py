@@ -1,5 +1,5 @@
 """`loom partitions split`: the turns stored before partitions move into month partitions, a
-month a transaction, with progress (docs/decisions/0032-splitting-the-earlier-table.md)."""
+month a transaction, with progress (docs/decisions/0033-splitting-the-earlier-table.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Moving the turns stored before partitions into month partitions: one month a transaction,
 newest first, so a stopped run keeps every month it moved and the next run goes on from there
-(docs/decisions/0032-splitting-the-earlier-table.md)."""
+(docs/decisions/0033-splitting-the-earlier-table.md)."""
 
 from __future__ import annotations
 

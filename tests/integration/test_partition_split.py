@@ -1,6 +1,6 @@
 """`loom partitions split`: the turns stored before partitions move into month partitions, a
 month a transaction, newest first; a stopped or refused run keeps what it moved and changes
-nothing else, and the next run goes on (docs/decisions/0032-splitting-the-earlier-table.md)."""
+nothing else, and the next run goes on (docs/decisions/0033-splitting-the-earlier-table.md)."""
 
 from __future__ import annotations
 

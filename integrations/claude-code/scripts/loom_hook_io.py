@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import subprocess
 import sys
 import time
 import urllib.error
@@ -89,6 +90,17 @@ def log(cfg: Config, message: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         with cfg.log_file.open("a", encoding="utf-8") as f:
             f.write(f"{stamp} {message}\n")
+
+
+def git(cwd: str, *args: str) -> str:
+    """What `git -C cwd ARGS` prints, or "" (no git, not a checkout, 2 s passed)."""
+    if not cwd:
+        return ""
+    try:
+        done = subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True, timeout=2)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 # ---- the hook's input ----------------------------------------------------------------------

@@ -6,11 +6,10 @@ this session was given already. Python standard library only."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from loom_hook_io import Client, Config, read_json, safe_name, write_json
+from loom_hook_io import Client, Config, git, read_json, safe_name, write_json
 
 MIN_PACK_TOKENS = 100  # context.pack's lower bound; a smaller budget turns recall off
 TITLES = {
@@ -20,21 +19,6 @@ TITLES = {
     "recent": "Recent turns",
     "conversation": "Related conversation",
 }
-
-
-def git_branch(cwd: str) -> str:
-    if not cwd:
-        return ""
-    try:
-        done = subprocess.run(
-            ["git", "-C", cwd, "symbolic-ref", "--short", "-q", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=2,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""  # a detached HEAD: none
 
 
 def _given_path(cfg: Config, session_id: str) -> Path:
@@ -86,7 +70,8 @@ def session_start_recall(
     body: dict[str, Any] = {"budget_tokens": min(cfg.recall_tokens, 32_000)}
     if cwd:
         body["project"] = Path(cwd).name
-        body["branch"] = git_branch(cwd)
+        # the branch checked out; an unborn one names itself, a detached HEAD names none
+        body["branch"] = git(cwd, "symbolic-ref", "--short", "-q", "HEAD")
     return pack(cfg, client, session_id, body, fresh=True)
 
 

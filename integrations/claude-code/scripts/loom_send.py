@@ -1,0 +1,253 @@
+"""What a Claude Code session sends to Loom: its turns (with the reply a lagging transcript
+lacks), its session brief, its deferred extraction and its tool observations, each from the
+per-session cursor on. Python standard library only."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+from loom_hook_io import Client, Config, State, git, log
+from loom_transcript import (
+    events_of,
+    observations_of,
+    served_by_loom,
+    turns_of,
+)
+
+SOURCE_TAG = "source:claude-code"
+MAX_EVENTS_PER_SAVE = 4000  # session.brief_save's bound
+MAX_MESSAGES_PER_EXTRACTION = 400  # memory.set_from_messages' bound
+LAST_MESSAGES = 20
+
+# ---- what each hook sends -------------------------------------------------------------------
+
+
+def capture_turns(
+    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
+) -> None:
+    """conversation.append each new turn, msg_id = its uuid. A turn the namespace refused
+    (logging_disabled) stays unsent, and so do the ones after it: they go once recording is
+    on. The capture switch turned off is the person's choice: those turns are never sent."""
+    if not cfg.capture:
+        state["append_line"] = max(state["append_line"], len(entries))
+        return
+    for turn in turns_of(entries, state["append_line"]):
+        if recording_known_off(cfg, state):
+            return
+        if is_early_reply(state, turn):
+            state["early_reply"] = ""  # sent by an earlier Stop from the hook input
+        else:
+            answer = client.send("conversation.append", append_body(cfg, session_id, turn))
+            if note_recording(state, answer):
+                return
+        state["append_line"] = turn["line"] + 1
+    state["append_line"] = max(state["append_line"], len(entries))
+
+
+def recording_known_off(cfg: Config, state: State) -> bool:
+    verdict = state["recording"]
+    fresh = bool(verdict) and time.time() - verdict["checked"] < cfg.recheck_seconds
+    return fresh and not verdict["on"]
+
+
+def note_recording(state: State, answer: dict[str, Any] | None) -> bool:
+    """Cache what an append said of recording; True when it refused with logging_disabled."""
+    if answer is None:
+        return False
+    off = answer.get("reason") == "logging_disabled"
+    state["recording"] = {"on": not off, "checked": time.time()}
+    return off
+
+
+def append_body(cfg: Config, session_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+    metadata = {"source": "claude-code", "session_id": session_id}
+    for field in ("ts", "cwd", "git_branch"):
+        if turn.get(field):
+            metadata[field] = turn[field]
+    return {
+        "thread_id": session_id,
+        "msg_id": turn["msg_id"],
+        "role": turn["role"],
+        "content": turn["content"],
+        "reasoning": turn["reasoning"],
+        "user_id": cfg.user_id,
+        "metadata": metadata,
+    }
+
+
+def _same_reply(content: str, reply: str) -> bool:
+    content = content.strip()
+    return bool(reply) and (content == reply or content.endswith(reply))
+
+
+def is_early_reply(state: State, turn: dict[str, Any]) -> bool:
+    return turn["role"] == "assistant" and _same_reply(turn["content"], state["early_reply"])
+
+
+def _reply_in_transcript(entries: list[dict[str, Any]], reply: str) -> bool:
+    """Whether the transcript holds `reply` after the person's last turn."""
+    for turn in reversed(turns_of(entries)):
+        if turn["role"] == "user":
+            return False
+        if _same_reply(turn["content"], reply):
+            return True
+    return False
+
+
+def send_early_reply(
+    cfg: Config,
+    client: Client,
+    state: State,
+    session_id: str,
+    entries: list[dict[str, Any]],
+    hook_input: dict[str, Any],
+) -> None:
+    """Stop: the transcript file can be one reply behind when the hook runs; the input's
+    last_assistant_message holds that reply. It is sent now, and its line in the file is
+    skipped when the file catches up."""
+    reply = str(hook_input.get("last_assistant_message") or "").strip()
+    caught_up = state["append_line"] >= len(entries) and not recording_known_off(cfg, state)
+    if not reply or not cfg.capture or not caught_up or reply == state["early_reply"]:
+        return
+    if _reply_in_transcript(entries, reply):
+        return
+    digest = hashlib.sha256(f"{session_id}\x1f{reply}".encode()).hexdigest()[:32]
+    turn = {"msg_id": f"reply-{digest}", "role": "assistant", "content": reply}
+    turn |= {"reasoning": "", "cwd": str(hook_input.get("cwd") or "")}
+    answer = client.send("conversation.append", append_body(cfg, session_id, turn))
+    if answer is not None and not note_recording(state, answer):
+        state["early_reply"] = reply
+
+
+def _project(entries: list[dict[str, Any]], hook_input: dict[str, Any]) -> tuple[str, str, str]:
+    """(project, branch, cwd) for the brief's automatic key auto/<project>/<branch>."""
+    cwd = str(hook_input.get("cwd") or "")
+    branch = ""
+    for entry in reversed(entries):
+        cwd = cwd or str(entry.get("cwd") or "")
+        branch = branch or str(entry.get("gitBranch") or "")
+        if cwd and branch:
+            break
+    return (Path(cwd).name if cwd else ""), branch, cwd
+
+
+def save_brief(
+    cfg: Config,
+    client: Client,
+    state: State,
+    session_id: str,
+    entries: list[dict[str, Any]],
+    trigger: str,
+    hook_input: dict[str, Any],
+) -> None:
+    """session.brief_save with the events since the last save; event_cursor = transcript line."""
+    project, branch, cwd = _project(entries, hook_input)
+    head_sha = git(cwd, "rev-parse", "HEAD")
+    start = state["brief_line"]
+    while start < len(entries):
+        end = len(entries)
+        events = events_of(entries, start, end)
+        while len(events) > MAX_EVENTS_PER_SAVE:
+            end = start + max(1, (end - start) // 2)
+            events = events_of(entries, start, end)
+        if events:
+            body: dict[str, Any] = {
+                "session_id": session_id,
+                "user_id": cfg.user_id,
+                "project": project,
+                "branch": branch,
+                "trigger": trigger,
+                "events": events,
+                "event_cursor": str(end),
+            }
+            if head_sha:
+                body["head_sha"] = head_sha
+            answer = client.send("session.brief_save", body)
+            if answer is not None:
+                log(cfg, f"{trigger} brief {answer.get('brief_key')}: {_outcome(answer)}")
+        start = end
+        state["brief_line"] = end
+        state.save()
+
+
+def _outcome(answer: dict[str, Any]) -> str:
+    if answer.get("changed"):
+        return f"revision {answer.get('revision')} ({answer.get('author')})"
+    return f"unchanged ({answer.get('reason')})"
+
+
+def hand_to_extraction(
+    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
+) -> None:
+    """memory.set_from_messages(defer=true) with the turns not yet handed over, tagged as a
+    coding capture, with what the session's Loom tools served."""
+    turns = turns_of(entries)
+    new = [t for t in turns if t["line"] >= state["extract_line"]]
+    recalled_keys, session_values = served_by_loom(entries)
+    first = len(turns) - len(new)
+    for i in range(0, len(new), MAX_MESSAGES_PER_EXTRACTION):
+        batch = new[i : i + MAX_MESSAGES_PER_EXTRACTION]
+        before = turns[max(0, first + i - LAST_MESSAGES) : first + i]
+        answer = client.send(
+            "memory.set_from_messages",
+            {
+                "session_id": session_id,
+                "user_id": cfg.user_id,
+                "messages": [_message(t) for t in batch],
+                "last_messages": [_message(t) for t in before],
+                "extra_tags": [SOURCE_TAG],
+                "recalled_keys": recalled_keys,
+                "session_values": session_values,
+                "defer": True,
+            },
+        )
+        state["extract_line"] = batch[-1]["line"] + 1
+        state.save()  # not idempotent on the server: never send a batch twice
+        if answer is not None:
+            log(cfg, f"extraction queued {answer.get('queue_id')} ({len(batch)} turns)")
+    state["extract_line"] = max(state["extract_line"], len(entries))
+
+
+def _message(turn: dict[str, Any]) -> dict[str, Any]:
+    message = {"role": turn["role"], "content": turn["content"][:200_000]}
+    if turn["ts"]:
+        message["timestamp"] = turn["ts"]
+    return message
+
+
+def record_observations(
+    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
+) -> None:
+    """observe.record each tool action not yet recorded, then observe.crystallize."""
+    recorded = 0
+    for line, body in observations_of(entries, state["observe_line"]):
+        body = {"session_id": session_id, "user_id": cfg.user_id, **body}
+        recorded += client.send("observe.record", body) is not None
+        state["observe_line"] = line + 1
+        state.save()  # observe.record is not idempotent: keep the cursor with every write
+    state["observe_line"] = max(state["observe_line"], len(entries))
+    state.save()
+    answer = client.call("observe.crystallize", {"session_id": session_id, "user_id": cfg.user_id})
+    log(cfg, f"observations: {recorded} recorded, {answer.get('observations')} crystallized")
+
+
+def end_session(
+    cfg: Config,
+    client: Client,
+    state: State,
+    session_id: str,
+    entries: list[dict[str, Any]],
+    hook_input: dict[str, Any],
+) -> None:
+    """What a session's end sends, most valuable first: its brief and its extraction, then
+    turns a Stop did not send, then tool observations."""
+    state["ended"] = False
+    save_brief(cfg, client, state, session_id, entries, "session_end", hook_input)
+    hand_to_extraction(cfg, client, state, session_id, entries)
+    capture_turns(cfg, client, state, session_id, entries)
+    state.save()
+    record_observations(cfg, client, state, session_id, entries)
+    state["ended"] = True

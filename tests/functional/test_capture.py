@@ -380,15 +380,18 @@ def environment(server: str, ns: str, tmp_path: Path, **extra: str) -> dict[str,
     return {**env, **extra}
 
 
-def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedProcess[str]:
+def cursor_hook(
+    env: dict[str, str], event: str, transcript: Path | None, **fields: Any
+) -> subprocess.CompletedProcess[str]:
+    """The Cursor hook script run for `event` with the input Cursor writes for it."""
     hook_input = {
         "conversation_id": CONVERSATION,
         "generation_id": "26b45fb6-bdea-439c-b2dc-5e97ee00ecea",
-        "hook_event_name": "stop",
-        "status": "completed",
-        "loop_count": 0,
-        "transcript_path": str(transcript),
+        "hook_event_name": event,
         "workspace_roots": ["/home/dev/notify"],
+        "cursor_version": "2.0.77",
+        **({"transcript_path": str(transcript)} if transcript else {}),
+        **fields,
     }
     return subprocess.run(
         ["sh", str(CURSOR_HOOK)],
@@ -398,6 +401,10 @@ def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedPr
         env=env,
         timeout=60,
     )
+
+
+def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedProcess[str]:
+    return cursor_hook(env, "stop", transcript, status="completed", loop_count=0)
 
 
 CURSOR_TURNS = [

@@ -230,3 +230,62 @@ def test_the_plugins_mcp_server_answers_with_the_users_settings(server):
     mcp_call(url, headers, call)
     found = post(server, "memory.get", namespace=namespace, agent="claude-code", key="k/mcp")
     assert "Set over MCP." in json.dumps(found)
+
+
+def skill_commands() -> list[str]:
+    text = (PLUGIN / "skills" / "loom-session" / "SKILL.md").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("python3 ")]
+
+
+def test_the_skill_reaches_loom_with_the_plugins_settings(server, tmp_path):
+    """GIVEN a saved brief in the namespace the person chose at install WHEN the skill's two
+    commands run as Claude Code writes them (its settings put in for ${user_config.KEY}), with
+    no LOOM_* variable THEN they list and load that brief; WHEN the settings are left unfilled
+    THEN LOOM_* variables still take the commands there."""
+    s = Session(server, tmp_path)
+    s.grow(len(LINES))
+    s.hook("session-end")
+    env = {k: v for k, v in s.env.items() if k not in ("LOOM_BASE_URL", "LOOM_NAMESPACE")}
+    values = {"base_url": server, "namespace": s.namespace}
+    listing, loading = skill_commands()
+    skill_dir = str(PLUGIN / "skills" / "loom-session")
+
+    def run(command: str, filled: bool, **extra: str) -> str:
+        command = command.replace("${CLAUDE_SKILL_DIR}", skill_dir)
+        command = command.replace("python3 ", f"{sys.executable} -E -s -S ", 1)
+        command = command.replace("<brief_key>", "auto/billing/ledger-move")
+        if filled:
+            command = USER_CONFIG.sub(lambda m: values[m[1]], command)
+        done = subprocess.run(
+            ["bash", "-c", command], capture_output=True, text=True, env={**env, **extra}
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert run(listing, filled=True).startswith("auto/billing/ledger-move · rev 1")
+    assert run(loading, filled=True).startswith("# Session brief auto/billing/ledger-move")
+    unfilled = run(listing, filled=False, LOOM_BASE_URL=server, LOOM_NAMESPACE=s.namespace)
+    assert unfilled.startswith("auto/billing/ledger-move · rev 1")
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        "",
+        "not json",
+        "[1, 2]",
+        json.dumps({"session_id": 5, "transcript_path": ["x"], "cwd": 7, "prompt": {"a": 1},
+                    "last_assistant_message": [1], "source": None}),
+    ],
+)  # fmt: skip
+def test_hook_input_of_any_shape_never_breaks_a_hook(server, tmp_path, stdin):
+    """GIVEN an empty namespace and hook input that is empty, not JSON, not an object, or an
+    object whose fields have the wrong types WHEN every hook runs on it THEN each exits 0 and
+    prints nothing, on stdout or stderr."""
+    s = Session(server, tmp_path, LOOM_HOOK_INPUT_WAIT="1")
+    for event in ("session-start", "user-prompt-submit", "stop", "precompact", "session-end"):
+        done = subprocess.run(
+            [sys.executable, "-E", "-s", "-S", str(PLUGIN / "scripts" / "loom_capture.py"), event],
+            input=stdin, capture_output=True, text=True, env=s.env, timeout=30,
+        )  # fmt: skip
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), event

@@ -218,6 +218,21 @@ def test_a_session_that_ended_without_session_end_is_finished_at_the_next_start(
     assert brief["found"] and brief["trigger"] == "session_end"
 
 
+def test_a_session_still_in_use_elsewhere_is_not_ended_by_another_start(server, tmp_path):
+    """GIVEN a session whose transcript was written a moment ago (open in another window)
+    WHEN another session starts with the default idle time THEN the first is left alone: no
+    extraction queued, no brief saved for it."""
+    s = Session(server, tmp_path)
+    s.grow(len(LINES))
+    s.hook("stop")
+    other = tmp_path / "other-session.jsonl"
+    other.write_text("")
+    s.hook("session-start", {"session_id": "other-session", "transcript_path": str(other)})
+    batches = post(server, "memory.extraction_status", namespace=s.namespace, agent="*")
+    assert batches["batches"] == []
+    assert post(server, "session.brief_list", namespace=s.namespace, agent="*")["briefs"] == []
+
+
 class CutOffProxy(http.server.ThreadingHTTPServer):
     """Forwards calls to Loom, noting each op, until `answers` calls were answered; after that
     it holds every call unanswered, as a network that drops out would."""

@@ -260,3 +260,15 @@ def test_cursors_plain_text_transcript_is_read_without_its_thinking_and_tool_par
         ("user", "Don't retry on 4xx other than 429."),
         ("assistant", "Right: only 429 and 5xx are retried; any other 4xx fails at once."),
     ]  # fmt: skip
+
+
+def test_brief_and_extract_need_a_server_and_a_sent_file(cli_env, pool, org, capsys, tmp_path):
+    """GIVEN --brief or --extract WHEN there is no --url, or no --sent-file to keep their
+    progress beside THEN the command exits 2 saying which, before anything is sent."""
+    f = tmp_path / "t.md"
+    f.write_text("# user\nhello\n\n# assistant\nhi\n")
+    base = ["ingest-transcript", "--namespace", "ns", "--file", str(f)]
+    assert cli.main([*base, "--extract"]) == 2
+    assert "give --url" in capsys.readouterr().err
+    assert cli.main([*base, "--brief", "session_end", "--url", "http://127.0.0.1:9"]) == 2
+    assert "give one" in capsys.readouterr().err

@@ -5,6 +5,7 @@
                                                           (a hook; one JSON object on stdin)
     loom_capture.py briefs [--project P]                  (the skill: list briefs)
     loom_capture.py brief KEY                             (the skill: load one)
+      both with [--base-url URL] [--namespace NS]         (the plugin's settings)
 
 Python standard library only, so it runs on any machine with python3. A hook always exits 0:
 a Loom that is down or slow costs at most the configured timeouts, and errors go to the log
@@ -16,6 +17,7 @@ finished by the next hook.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_hook_io import (
+    PLUGIN_OPTION,
     Client,
     Config,
     LoomRefused,
@@ -229,29 +232,49 @@ def hook_main(event: str, env: dict[str, str], stdin: str) -> int:
 # ---- the loom-session skill's commands -----------------------------------------------------
 
 
+def skill_options(args: list[str], env: dict[str, str]) -> argparse.Namespace | None:
+    """The skill's command line. `--base-url` and `--namespace` carry the plugin's settings
+    (Claude Code writes them into the skill's text; hooks get them from the environment): they
+    count as the plugin's options, so LOOM_* still overrides them, and one left unfilled
+    (still `${user_config...}`) is ignored."""
+    parser = argparse.ArgumentParser(prog="loom_capture.py", add_help=False)
+    parser.add_argument("command", choices=("briefs", "brief"))
+    parser.add_argument("key", nargs="?", default="")
+    for flag in ("--project", "--base-url", "--namespace"):
+        parser.add_argument(flag, default="")
+    try:
+        opts = parser.parse_args(args)
+    except SystemExit:
+        return None
+    for option, value in (("BASE_URL", opts.base_url), ("NAMESPACE", opts.namespace)):
+        if value and "${" not in value:
+            env.setdefault(PLUGIN_OPTION + option, value)
+    return None if opts.command == "brief" and not opts.key else opts
+
+
 def skill_main(args: list[str], env: dict[str, str]) -> int:
+    opts = skill_options(args, env)
+    if opts is None:
+        print(__doc__, file=sys.stderr)
+        return 2
     cfg = Config(env)
     client = Client(cfg, cfg.budget)
     try:
-        if args[0] == "briefs":
-            project = args[2] if len(args) > 2 and args[1] == "--project" else ""
-            body = {"user_id": cfg.user_id, "limit": 20, "project": project}
+        if opts.command == "briefs":
+            body = {"user_id": cfg.user_id, "limit": 20, "project": opts.project}
             rendered = client.call("session.brief_list", body).get("rendered") or ""
             print(rendered or f"No saved briefs in namespace {cfg.namespace!r}.")
             return 0
-        if args[0] == "brief" and len(args) > 1:
-            body = {"user_id": cfg.user_id, "brief_key": args[1], "full": True}
-            answer = client.call("session.brief_get", body)
-            if not answer.get("found"):
-                print(f"No brief {args[1]!r} in namespace {cfg.namespace!r}.", file=sys.stderr)
-                return 1
-            print(answer.get("rendered") or "")
-            return 0
+        body = {"user_id": cfg.user_id, "brief_key": opts.key, "full": True}
+        answer = client.call("session.brief_get", body)
+        if not answer.get("found"):
+            print(f"No brief {opts.key!r} in namespace {cfg.namespace!r}.", file=sys.stderr)
+            return 1
+        print(answer.get("rendered") or "")
+        return 0
     except (LoomUnavailable, LoomRefused) as exc:
         print(f"Loom at {cfg.base_url}: {exc}", file=sys.stderr)
         return 1
-    print(__doc__, file=sys.stderr)
-    return 2
 
 
 def main(argv: list[str]) -> int:

@@ -77,7 +77,8 @@ def session_start_recall(
 
 def prompt_recall(cfg: Config, client: Client, hook_input: dict[str, Any], session_id: str) -> str:
     """What context.pack finds for the prompt, less what the session already holds."""
-    prompt = str(hook_input.get("prompt") or "").strip()
+    prompt = hook_input.get("prompt")
+    prompt = prompt.strip() if isinstance(prompt, str) else ""
     if cfg.recall_tokens < MIN_PACK_TOKENS or not prompt:
         return ""
     body = {"query": prompt[:10_000], "budget_tokens": min(cfg.recall_tokens, 32_000)}

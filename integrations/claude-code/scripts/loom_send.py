@@ -108,7 +108,8 @@ def send_early_reply(
     """Stop: the transcript file can be one reply behind when the hook runs; the input's
     last_assistant_message holds that reply. It is sent now, and its line in the file is
     skipped when the file catches up."""
-    reply = str(hook_input.get("last_assistant_message") or "").strip()
+    reply = hook_input.get("last_assistant_message")
+    reply = reply.strip() if isinstance(reply, str) else ""
     caught_up = state["append_line"] >= len(entries) and not recording_known_off(cfg, state)
     if not reply or not cfg.capture or not caught_up or reply == state["early_reply"]:
         return

@@ -40,7 +40,7 @@ from loom_hook_io import (
     write_json,
 )
 from loom_recall import prompt_recall, session_start_recall
-from loom_send import capture_turns, end_session, save_brief, send_early_reply
+from loom_send import Run, capture_turns, end_session, save_brief, send_early_reply
 from loom_transcript import read_transcript
 
 
@@ -122,7 +122,7 @@ def finish_pending(cfg: Config, client: Client, current: str) -> None:
             state = State(cfg, session_id)
             entries = read_transcript(str(job.get("transcript_path") or ""))
             try:
-                end_session(cfg, client, state, session_id, entries, job)
+                end_session(Run(cfg, client, state, entries, job))
             finally:
                 state.save()
         path.unlink(missing_ok=True)
@@ -146,24 +146,16 @@ def finish_left_work(cfg: Config, event: str, current: str, started: float) -> N
 # ---- one hook run --------------------------------------------------------------------------
 
 
-def capture(
-    event: str,
-    cfg: Config,
-    client: Client,
-    state: State,
-    entries: list[dict[str, Any]],
-    hook_input: dict[str, Any],
-) -> None:
-    session_id = state["session_id"]
+def capture(event: str, run: Run) -> None:
     if event == "session-end":
-        end_session(cfg, client, state, session_id, entries, hook_input)
+        end_session(run)
         return
-    state["ended"] = False
+    run.state["ended"] = False
     if event == "precompact":
-        save_brief(cfg, client, state, session_id, entries, "precompact", hook_input)
-    capture_turns(cfg, client, state, session_id, entries)
+        save_brief(run, "precompact")
+    capture_turns(run)
     if event == "stop":
-        send_early_reply(cfg, client, state, session_id, entries, hook_input)
+        send_early_reply(run)
 
 
 def run_hook(event: str, cfg: Config, hook_input: dict[str, Any]) -> str:
@@ -186,7 +178,7 @@ def run_hook(event: str, cfg: Config, hook_input: dict[str, Any]) -> str:
         state = State(cfg, session_id)
         state["transcript_path"], state["cwd"] = transcript, cwd or state.data.get("cwd", "")
         try:
-            capture(event, cfg, client, state, read_transcript(transcript), hook_input)
+            capture(event, Run(cfg, client, state, read_transcript(transcript), hook_input))
         finally:
             state.save()
     if event == "session-end":

@@ -12,13 +12,6 @@ from typing import Any
 from loom_hook_io import Client, Config, git, read_json, safe_name, write_json
 
 MIN_PACK_TOKENS = 100  # context.pack's lower bound; a smaller budget turns recall off
-TITLES = {
-    "memories": "Memories",
-    "knowledge": "Knowledge",
-    "brief": "Session brief",
-    "recent": "Recent turns",
-    "conversation": "Related conversation",
-}
 
 
 def _given_path(cfg: Config, session_id: str) -> Path:
@@ -35,7 +28,7 @@ def _render(sections: list[tuple[str, list[dict[str, Any]]]]) -> str:
     parts = []
     for name, items in sections:
         lines = "\n".join(str(item.get("text") or "") for item in items)
-        parts.append(f"## {TITLES.get(name, name.title())}\n{lines}")
+        parts.append(f"## {name.capitalize()}\n{lines}")  # memories, knowledge, brief
     return "\n\n".join(parts)
 
 

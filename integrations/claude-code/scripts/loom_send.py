@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,31 @@ MAX_EVENTS_PER_SAVE = 4000  # session.brief_save's bound
 MAX_MESSAGES_PER_EXTRACTION = 400  # memory.set_from_messages' bound
 LAST_MESSAGES = 20
 
+
+@dataclass
+class Run:
+    """One hook run on one session: its settings, its client (and time), the session's state
+    and transcript, and the hook's input."""
+
+    cfg: Config
+    client: Client
+    state: State
+    entries: list[dict[str, Any]]
+    hook_input: dict[str, Any]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.state["session_id"])
+
+
 # ---- what each hook sends -------------------------------------------------------------------
 
 
-def capture_turns(
-    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
-) -> None:
+def capture_turns(run: Run) -> None:
     """conversation.append each new turn, msg_id = its uuid. A turn the namespace refused
     (logging_disabled) stays unsent, and so do the ones after it: they go once recording is
     on. The capture switch turned off is the person's choice: those turns are never sent."""
+    cfg, state, entries = run.cfg, run.state, run.entries
     if not cfg.capture:
         state["append_line"] = max(state["append_line"], len(entries))
         return
@@ -40,7 +57,7 @@ def capture_turns(
         if is_early_reply(state, turn):
             state["early_reply"] = ""  # sent by an earlier Stop from the hook input
         else:
-            answer = client.send("conversation.append", append_body(cfg, session_id, turn))
+            answer = run.client.send("conversation.append", append_body(run, turn))
             if note_recording(state, answer):
                 return
         state["append_line"] = turn["line"] + 1
@@ -62,18 +79,18 @@ def note_recording(state: State, answer: dict[str, Any] | None) -> bool:
     return off
 
 
-def append_body(cfg: Config, session_id: str, turn: dict[str, Any]) -> dict[str, Any]:
-    metadata = {"source": "claude-code", "session_id": session_id}
+def append_body(run: Run, turn: dict[str, Any]) -> dict[str, Any]:
+    metadata = {"source": "claude-code", "session_id": run.session_id}
     for field in ("ts", "cwd", "git_branch"):
         if turn.get(field):
             metadata[field] = turn[field]
     return {
-        "thread_id": session_id,
+        "thread_id": run.session_id,
         "msg_id": turn["msg_id"],
         "role": turn["role"],
         "content": turn["content"],
         "reasoning": turn["reasoning"],
-        "user_id": cfg.user_id,
+        "user_id": run.cfg.user_id,
         "metadata": metadata,
     }
 
@@ -97,28 +114,22 @@ def _reply_in_transcript(entries: list[dict[str, Any]], reply: str) -> bool:
     return False
 
 
-def send_early_reply(
-    cfg: Config,
-    client: Client,
-    state: State,
-    session_id: str,
-    entries: list[dict[str, Any]],
-    hook_input: dict[str, Any],
-) -> None:
+def send_early_reply(run: Run) -> None:
     """Stop: the transcript file can be one reply behind when the hook runs; the input's
     last_assistant_message holds that reply. It is sent now, and its line in the file is
     skipped when the file catches up."""
-    reply = hook_input.get("last_assistant_message")
+    cfg, state, entries = run.cfg, run.state, run.entries
+    reply = run.hook_input.get("last_assistant_message")
     reply = reply.strip() if isinstance(reply, str) else ""
     caught_up = state["append_line"] >= len(entries) and not recording_known_off(cfg, state)
     if not reply or not cfg.capture or not caught_up or reply == state["early_reply"]:
         return
     if _reply_in_transcript(entries, reply):
         return
-    digest = hashlib.sha256(f"{session_id}\x1f{reply}".encode()).hexdigest()[:32]
+    digest = hashlib.sha256(f"{run.session_id}\x1f{reply}".encode()).hexdigest()[:32]
     turn = {"msg_id": f"reply-{digest}", "role": "assistant", "content": reply}
-    turn |= {"reasoning": "", "cwd": str(hook_input.get("cwd") or "")}
-    answer = client.send("conversation.append", append_body(cfg, session_id, turn))
+    turn |= {"reasoning": "", "cwd": str(run.hook_input.get("cwd") or "")}
+    answer = run.client.send("conversation.append", append_body(run, turn))
     if answer is not None and not note_recording(state, answer):
         state["early_reply"] = reply
 
@@ -135,17 +146,10 @@ def _project(entries: list[dict[str, Any]], hook_input: dict[str, Any]) -> tuple
     return (Path(cwd).name if cwd else ""), branch, cwd
 
 
-def save_brief(
-    cfg: Config,
-    client: Client,
-    state: State,
-    session_id: str,
-    entries: list[dict[str, Any]],
-    trigger: str,
-    hook_input: dict[str, Any],
-) -> None:
+def save_brief(run: Run, trigger: str) -> None:
     """session.brief_save with the events since the last save; event_cursor = transcript line."""
-    project, branch, cwd = _project(entries, hook_input)
+    state, entries = run.state, run.entries
+    project, branch, cwd = _project(entries, run.hook_input)
     head_sha = git(cwd, "rev-parse", "HEAD")
     start = state["brief_line"]
     while start < len(entries):
@@ -156,8 +160,8 @@ def save_brief(
             events = events_of(entries, start, end)
         if events:
             body: dict[str, Any] = {
-                "session_id": session_id,
-                "user_id": cfg.user_id,
+                "session_id": run.session_id,
+                "user_id": run.cfg.user_id,
                 "project": project,
                 "branch": branch,
                 "trigger": trigger,
@@ -166,9 +170,9 @@ def save_brief(
             }
             if head_sha:
                 body["head_sha"] = head_sha
-            answer = client.send("session.brief_save", body)
+            answer = run.client.send("session.brief_save", body)
             if answer is not None:
-                log(cfg, f"{trigger} brief {answer.get('brief_key')}: {_outcome(answer)}")
+                log(run.cfg, f"{trigger} brief {answer.get('brief_key')}: {_outcome(answer)}")
         start = end
         state["brief_line"] = end
         state.save()
@@ -180,11 +184,10 @@ def _outcome(answer: dict[str, Any]) -> str:
     return f"unchanged ({answer.get('reason')})"
 
 
-def hand_to_extraction(
-    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
-) -> None:
+def hand_to_extraction(run: Run) -> None:
     """memory.set_from_messages(defer=true) with the turns not yet handed over, tagged as a
     coding capture, with what the session's Loom tools served."""
+    state, entries = run.state, run.entries
     turns = turns_of(entries)
     new = [t for t in turns if t["line"] >= state["extract_line"]]
     recalled_keys, session_values = served_by_loom(entries)
@@ -192,11 +195,11 @@ def hand_to_extraction(
     for i in range(0, len(new), MAX_MESSAGES_PER_EXTRACTION):
         batch = new[i : i + MAX_MESSAGES_PER_EXTRACTION]
         before = turns[max(0, first + i - LAST_MESSAGES) : first + i]
-        answer = client.send(
+        answer = run.client.send(
             "memory.set_from_messages",
             {
-                "session_id": session_id,
-                "user_id": cfg.user_id,
+                "session_id": run.session_id,
+                "user_id": run.cfg.user_id,
                 "messages": [_message(t) for t in batch],
                 "last_messages": [_message(t) for t in before],
                 "extra_tags": [SOURCE_TAG],
@@ -208,7 +211,7 @@ def hand_to_extraction(
         state["extract_line"] = batch[-1]["line"] + 1
         state.save()  # not idempotent on the server: never send a batch twice
         if answer is not None:
-            log(cfg, f"extraction queued {answer.get('queue_id')} ({len(batch)} turns)")
+            log(run.cfg, f"extraction queued {answer.get('queue_id')} ({len(batch)} turns)")
     state["extract_line"] = max(state["extract_line"], len(entries))
 
 
@@ -219,36 +222,28 @@ def _message(turn: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def record_observations(
-    cfg: Config, client: Client, state: State, session_id: str, entries: list[dict[str, Any]]
-) -> None:
+def record_observations(run: Run) -> None:
     """observe.record each tool action not yet recorded, then observe.crystallize."""
+    state, entries = run.state, run.entries
+    who = {"session_id": run.session_id, "user_id": run.cfg.user_id}
     recorded = 0
     for line, body in observations_of(entries, state["observe_line"]):
-        body = {"session_id": session_id, "user_id": cfg.user_id, **body}
-        recorded += client.send("observe.record", body) is not None
+        recorded += run.client.send("observe.record", {**who, **body}) is not None
         state["observe_line"] = line + 1
         state.save()  # observe.record is not idempotent: keep the cursor with every write
     state["observe_line"] = max(state["observe_line"], len(entries))
     state.save()
-    answer = client.call("observe.crystallize", {"session_id": session_id, "user_id": cfg.user_id})
-    log(cfg, f"observations: {recorded} recorded, {answer.get('observations')} crystallized")
+    answer = run.client.call("observe.crystallize", who)
+    log(run.cfg, f"observations: {recorded} recorded, {answer.get('observations')} crystallized")
 
 
-def end_session(
-    cfg: Config,
-    client: Client,
-    state: State,
-    session_id: str,
-    entries: list[dict[str, Any]],
-    hook_input: dict[str, Any],
-) -> None:
+def end_session(run: Run) -> None:
     """What a session's end sends, most valuable first: its brief and its extraction, then
     turns a Stop did not send, then tool observations."""
-    state["ended"] = False
-    save_brief(cfg, client, state, session_id, entries, "session_end", hook_input)
-    hand_to_extraction(cfg, client, state, session_id, entries)
-    capture_turns(cfg, client, state, session_id, entries)
-    state.save()
-    record_observations(cfg, client, state, session_id, entries)
-    state["ended"] = True
+    run.state["ended"] = False
+    save_brief(run, "session_end")
+    hand_to_extraction(run)
+    capture_turns(run)
+    run.state.save()
+    record_observations(run)
+    run.state["ended"] = True

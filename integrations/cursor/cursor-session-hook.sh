@@ -53,13 +53,13 @@ bounded() {
 # One JSON object on stdin; the fields this script needs, one a line.
 fields=$(python3 -c '
 import json, os, select, sys
-buffer, decoder = "", json.JSONDecoder()
+buffer, decoder = b"", json.JSONDecoder()
 while True:
     ready, _, _ = select.select([sys.stdin], [], [], 5)
-    chunk = os.read(sys.stdin.fileno(), 65536).decode("utf-8", "replace") if ready else ""
+    chunk = os.read(sys.stdin.fileno(), 65536) if ready else b""
     buffer += chunk
     try:
-        hook = decoder.raw_decode(buffer.lstrip())[0]
+        hook = decoder.raw_decode(buffer.decode("utf-8", "replace").lstrip())[0]
         break
     except ValueError:
         if not chunk:

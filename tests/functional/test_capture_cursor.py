@@ -175,3 +175,15 @@ def test_merging_keeps_the_persons_hooks_and_adds_loom_once(tmp_path):
     assert hooks["afterFileEdit"] == [{"command": "./hooks/format.sh"}]
     for event in ("sessionStart", "preCompact", "sessionEnd"):
         assert hooks[event] == [ours]
+
+
+def test_turns_refused_while_recording_is_off_are_sent_once_it_is_on(server, tmp_path):
+    """GIVEN a namespace that does not record WHEN the stop hook runs THEN nothing is stored
+    and nothing counted as sent; once recording is on, the next stop sends every turn."""
+    ns = namespace(server, recording=False)
+    env = environment(server, ns, tmp_path)
+    cursor_stop(env, FIXTURES / "cursor-transcript.jsonl")
+    assert recorded(server, ns, THREAD) == []
+    post(server, "conversation.set_logging", namespace=ns, enabled=True)
+    cursor_stop(env, FIXTURES / "cursor-transcript.jsonl")
+    assert recorded(server, ns, THREAD) == CURSOR_TURNS

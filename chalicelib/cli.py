@@ -1,5 +1,5 @@
 """The `loom` command: serve, migrate, token mint / list / revoke, settings set,
-ingest-transcript, drops, reextract, demote-activity-narration."""
+ingest-transcript, recall, drops, reextract, demote-activity-narration."""
 
 from __future__ import annotations
 
@@ -340,7 +340,11 @@ def cmd_ingest_transcript(args: argparse.Namespace, deps: Deps) -> int:
         print(f"{len(turns)} turns ({roles}) would go to thread {thread_id}")
         return 0
     sent = _SentCount(args.sent_file, thread_id, turns)
+    if (args.brief or args.extract) and not args.url:
+        raise LoomError("--brief and --extract go through a running server: give --url")
     if args.url:
+        if args.brief or args.extract:
+            _brief_and_extraction(args, thread_id, turns)
         counts = _ingest_over_http(args, thread_id, turns, sent)
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
         print(f"thread {thread_id}: {summary or 'nothing new'}")
@@ -407,23 +411,14 @@ def _ingest_over_http(
 ) -> Counter[str]:
     """The same turns, with the same ids, through a running server's conversation.append
     (LOOM_TOKEN as the bearer token): for a machine that reaches Loom only over HTTP."""
-    import json
-    import urllib.error
-    import urllib.request
-
+    from chalicelib.cli_http import post_op, scope
     from chalicelib.transcript_file import turn_msg_id  # chalicelib.ops is slow to import
 
-    headers = {"Content-Type": "application/json"}
-    if token := os.environ.get("LOOM_TOKEN"):
-        headers["Authorization"] = f"Bearer {token}"
-    url = args.url.rstrip("/") + "/v1/conversation.append"
     counts: Counter[str] = Counter()
     for i, (role, content) in enumerate(turns):
         if i < sent.count:
             continue  # appended by an earlier run
-        body = {
-            "namespace": args.namespace,
-            "agent": args.agent,
+        body = scope(args) | {
             "thread_id": thread_id,
             "msg_id": turn_msg_id(thread_id, i, role, content),
             "role": role,
@@ -431,27 +426,37 @@ def _ingest_over_http(
             "user_id": args.user_id,
             "run_id": args.run_id,
         }
-        if args.org:
-            body["org"] = args.org
-        request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=args.timeout) as resp:
-                reason = json.loads(resp.read()).get("reason") or "stored"
-        except urllib.error.HTTPError as exc:
-            try:
-                message = json.loads(exc.read())["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = str(exc.reason)
-            if exc.code == 401:
-                message += ". Set LOOM_TOKEN to a token from `loom token mint`"
-            raise LoomError(f"{url} answered {exc.code}: {message}") from exc
-        except (OSError, ValueError) as exc:
-            raise LoomError(f"cannot reach {args.url}: {exc}") from exc
+        reason = post_op(args.url, "conversation.append", body, args.timeout).get("reason")
         if reason == "logging_disabled":
             raise LoomError(_NOT_RECORDING.format(args.namespace))
-        counts[reason] += 1
+        counts[reason or "stored"] += 1
         sent.progress(i + 1, len(turns))
     return counts
+
+
+def _brief_and_extraction(
+    args: argparse.Namespace, thread_id: str, turns: list[tuple[str, str]]
+) -> None:
+    """--brief and --extract, before the turns are appended: at a session's end they are what
+    matters most, and they do not wait for recording to be on."""
+    from chalicelib.cli_http import DoneCount, extract_over_http, save_brief_over_http
+
+    if not args.sent_file:
+        raise LoomError("--brief and --extract keep their progress beside --sent-file: give one")
+    if args.brief:
+        done = DoneCount(Path(args.sent_file + ".brief"), len(turns))
+        print(save_brief_over_http(args, thread_id, turns, done))
+    if args.extract:
+        done = DoneCount(Path(args.sent_file + ".extract"), len(turns))
+        print(extract_over_http(args, thread_id, turns, done))
+
+
+def cmd_recall(args: argparse.Namespace, deps: Deps) -> int:
+    """What Loom knows for a session's scope, or for a prompt (`context.pack`), as Markdown."""
+    from chalicelib.cli_http import recall_over_http
+
+    print(recall_over_http(args))
+    return 0
 
 
 def cmd_drops(args: argparse.Namespace, deps: Deps) -> int:
@@ -628,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_token(sub)
     _add_settings(sub)
     _add_ingest_transcript(sub)
+    _add_recall(sub)
     _add_drops(sub)
     _add_reextract(sub)
     _add_partitions(sub)
@@ -730,7 +736,38 @@ def _add_ingest_transcript(sub: Subparsers) -> None:
         help="remove NUL characters and lone surrogates (which a turn cannot hold) instead of"
         " refusing the file (for hooks, which must not lose a conversation to one character)",
     )
+    ingest.add_argument(
+        "--brief",
+        choices=("precompact", "session_end"),
+        default=None,
+        help="with --url: also save the session brief auto/<project>/<branch> from the turns"
+        " not yet in one, with this trigger",
+    )
+    ingest.add_argument("--project", default="", help="the brief's project")
+    ingest.add_argument("--branch", default="", help="the brief's branch")
+    ingest.add_argument(
+        "--extract",
+        action="store_true",
+        help="with --url: also hand the turns not handed over yet to deferred extraction",
+    )
     ingest.set_defaults(fn=cmd_ingest_transcript)
+
+
+def _add_recall(sub: Subparsers) -> None:
+    recall = sub.add_parser("recall", help="what Loom knows for a session or a prompt")
+    recall.add_argument("--url", type=_http_url, required=True, help="the running server")
+    recall.add_argument("--namespace", required=True)
+    recall.add_argument("--org", default=None)
+    recall.add_argument("--agent", default="-")
+    recall.add_argument("--user-id", default="-")
+    recall.add_argument("--project", default="", help="with --branch: the brief to include")
+    recall.add_argument("--branch", default="")
+    recall.add_argument("--query", default="", help="the prompt: what it finds, ranked")
+    recall.add_argument(
+        "--tokens", type=_int_between(100, 32_000), default=1500, help="the budget (tokens)"
+    )
+    recall.add_argument("--timeout", type=_timeout_seconds, default=5.0)
+    recall.set_defaults(fn=cmd_recall)
 
 
 def _add_drops(sub: Subparsers) -> None:

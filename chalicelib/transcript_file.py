@@ -1,5 +1,6 @@
 """Transcript files for `loom ingest-transcript`: Markdown `# user` sections, a JSON array of
-{role, content}, or JSON Lines (one such object a line, or Cursor's agent transcript lines)."""
+{role, content}, JSON Lines (one such object a line, or Cursor's agent transcript lines), or
+Cursor's plain-text agent transcript (`user:` and `A:` blocks)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ _HEADING = re.compile(r"^#\s+(user|assistant|system|tool)\s*$", re.IGNORECASE)
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 # Cursor wraps what the person typed in <user_query> tags.
 _USER_QUERY = re.compile(r"^\s*<user_query>\s*(.*?)\s*</user_query>\s*$", re.DOTALL)
+_QUERY_PART = re.compile(r"<user_query>\s*(.*?)\s*(?:</user_query>|\Z)", re.DOTALL)
+# Cursor's plain-text transcript: a block starts at `user:` or `A:`; inside a reply, `[Thinking]`
+# lines are reasoning and `[Tool call]` / `[Tool result]` start a tool's part, up to a blank line.
+_TEXT_USER = re.compile(r"^\s*user:\s?", re.IGNORECASE)
+_TEXT_ASSISTANT = re.compile(r"^\s*A:\s?")
+_TEXT_TOOL = re.compile(r"^\s*\[(Tool call|Tool result)\]", re.IGNORECASE)
+_TEXT_THINKING = re.compile(r"^\s*\[Thinking\]")
 
 
 def transcript_thread_id(text: str) -> str:
@@ -48,13 +56,17 @@ def parse_transcript(text: str) -> list[tuple[str, str]]:
         return _parse_json(text)
     if text.lstrip().startswith("{"):
         return _parse_json_lines(text)
+    if _TEXT_USER.match(text.lstrip()):
+        return _parse_cursor_text(text)
     return _parse_markdown(text)
 
 
 def _parse_json_lines(text: str) -> list[tuple[str, str]]:
     """One object a line: {role, content}, or Cursor's {role, message: {content: [blocks]}}.
-    Only text is a turn: a line with no text (a tool call, a tool result) is skipped."""
+    Only text is a turn: a line with no text (a tool call, a tool result) is skipped, and so is
+    a line of a role no turn has (a client's own bookkeeping)."""
     turns = []
+    roles_seen = 0
     # Lines end at "\n" only: a JSON string may hold U+2028 or U+0085 unescaped, which
     # str.splitlines() would break a line at.
     for n, line in enumerate(text.split("\n"), start=1):
@@ -70,12 +82,15 @@ def _parse_json_lines(text: str) -> list[tuple[str, str]]:
             raise TranscriptError(f"line {n} is not a JSON object")
         role = str(item.get("role", "")).lower()
         if role not in ROLES:
-            raise TranscriptError(f"line {n} has role {item.get('role')!r}; use one of {ROLES}")
+            continue
+        roles_seen += 1
         content = _line_text(item)
         if role == "user":
             content = _USER_QUERY.sub(r"\1", content)
         if content.strip():
             turns.append((role, content.strip()))
+    if not roles_seen:
+        raise TranscriptError(f"no line has a role of {ROLES}")
     return turns
 
 
@@ -143,3 +158,41 @@ def _parse_markdown(text: str) -> list[tuple[str, str]]:
     if not turns:
         raise TranscriptError("no '# user' / '# assistant' sections found")
     return [(r, c) for r, c in turns if c]
+
+
+def _parse_cursor_text(text: str) -> list[tuple[str, str]]:
+    """Cursor's plain-text agent transcript: `user:` blocks (what the person typed, inside
+    <user_query> tags when present) and `A:` blocks (the reply's text, without its thinking
+    and tool parts)."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.split("\n"):
+        if _TEXT_USER.match(line):
+            blocks.append(("user", [_TEXT_USER.sub("", line, count=1)]))
+        elif _TEXT_ASSISTANT.match(line):
+            blocks.append(("assistant", [_TEXT_ASSISTANT.sub("", line, count=1)]))
+        elif blocks:
+            blocks[-1][1].append(line)
+    turns = []
+    for role, lines in blocks:
+        content = _user_text(lines) if role == "user" else _reply_text(lines)
+        if content:
+            turns.append((role, content))
+    return turns
+
+
+def _user_text(lines: list[str]) -> str:
+    block = "\n".join(lines)
+    queries = [q.strip() for q in _QUERY_PART.findall(block) if q.strip()]
+    return "\n\n".join(queries) if queries else block.strip()
+
+
+def _reply_text(lines: list[str]) -> str:
+    kept, in_tool = [], False
+    for line in lines:
+        if _TEXT_TOOL.match(line):
+            in_tool = True
+        elif in_tool and not line.strip():
+            in_tool = False
+        elif not in_tool and not _TEXT_THINKING.match(line):
+            kept.append(line)
+    return "\n".join(kept).strip()

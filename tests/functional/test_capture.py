@@ -76,18 +76,25 @@ class Session:
         """The transcript as Claude Code has written it up to line `upto`."""
         self.transcript.write_text("".join(LINES[:upto]))
 
-    def hook(self, event: str, **env: str) -> subprocess.CompletedProcess[str]:
+    def hook_input(self, event: str, **fields: Any) -> dict[str, Any]:
+        """The JSON object Claude Code writes to a hook's stdin for `event`."""
         names = {"stop": "Stop", "precompact": "PreCompact", "session-end": "SessionEnd"}
-        hook_input = {
+        names |= {"user-prompt-submit": "UserPromptSubmit"}
+        return {
             "session_id": SESSION,
             "transcript_path": str(self.transcript),
             "cwd": "/home/dev/billing",
             "hook_event_name": names.get(event, "SessionStart"),
+            **fields,
         }
+
+    def hook(
+        self, event: str, fields: dict[str, Any] | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         # -E -s -S: no site-packages and no PYTHON* settings: the standard library alone
         return subprocess.run(
             [sys.executable, "-E", "-s", "-S", str(HOOK), event],
-            input=json.dumps(hook_input),
+            input=json.dumps(self.hook_input(event, **(fields or {}))),
             capture_output=True,
             text=True,
             env={**self.env, **env},
@@ -141,10 +148,11 @@ def test_lines_of_an_unexpected_shape_leave_the_other_turns_and_the_brief_alone(
     assert "Error" not in (s.log.read_text() if s.log.exists() else "")
 
 
-def test_recording_off_stores_nothing_and_the_verdict_is_cached(server, tmp_path):
-    """GIVEN a namespace that does not record WHEN the Stop hook runs THEN nothing is stored;
-    the verdict is cached, so turns said while it was off are never sent, and once the cache
-    is re-checked only later turns land."""
+def test_turns_refused_while_recording_is_off_are_sent_once_it_is_on(server, tmp_path):
+    """GIVEN a namespace that does not record WHEN the Stop hook runs THEN nothing is stored
+    and the refused turns stay unsent; the verdict is cached (no call while it holds), and
+    once recording is on and the cache re-checked, every turn lands, those said while it was
+    off included."""
     s = Session(server, tmp_path, recording=False)
     s.grow(5)
     s.hook("stop")
@@ -155,7 +163,7 @@ def test_recording_off_stores_nothing_and_the_verdict_is_cached(server, tmp_path
     assert turns(server, s.namespace) == []
     s.grow(len(LINES))
     s.hook("stop", LOOM_RECORDING_RECHECK_SECONDS="0")
-    assert [t["msg_id"] for t in turns(server, s.namespace)] == UUIDS[3:]
+    assert [t["msg_id"] for t in turns(server, s.namespace)] == UUIDS
 
 
 def test_the_capture_switch_turns_appends_off(server, tmp_path):
@@ -271,7 +279,7 @@ def test_a_turn_holding_a_lone_surrogate_loses_only_that_character(server, tmp_p
 def test_the_session_start_primer_only_names_the_saved_briefs(server, tmp_path):
     """GIVEN no brief THEN the primer says nothing; GIVEN a saved brief THEN the primer names
     its key and loads none of it; the loom-session skill's commands list and load it."""
-    s = Session(server, tmp_path)
+    s = Session(server, tmp_path, LOOM_RECALL_TOKENS="0")  # recall off: the primer alone
     empty = s.hook("session-start")
     assert (empty.returncode, empty.stdout) == (0, "")
     s.grow(len(LINES))
@@ -316,9 +324,9 @@ def test_a_server_that_is_down_or_hangs_never_breaks_a_hook(server, tmp_path, wh
     else:
         port = request.getfixturevalue("silent_port")
     away = {"LOOM_BASE_URL": f"http://127.0.0.1:{port}", "LOOM_HOOK_TIMEOUT": "1"}
-    for event in ("session-start", "stop", "precompact", "session-end"):
+    for event in ("session-start", "user-prompt-submit", "stop", "precompact", "session-end"):
         started = time.monotonic()
-        done = s.hook(event, **away)
+        done = s.hook(event, {"prompt": "Where do invoices live?"}, **away)
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
         assert time.monotonic() - started < 4
     assert "conversation.append" in s.log.read_text()
@@ -332,12 +340,13 @@ def test_the_plugin_follows_claude_codes_layout():
     market = json.loads((ROOT / "integrations" / ".claude-plugin" / "marketplace.json").read_text())
     assert manifest["name"] == "loom" == market["plugins"][0]["name"]
     assert (ROOT / "integrations" / market["plugins"][0]["source"]).resolve() == PLUGIN
-    assert sorted(hooks) == ["PreCompact", "SessionEnd", "SessionStart", "Stop"]
+    assert sorted(hooks) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
     for event, groups in hooks.items():
         (hook,) = groups[0]["hooks"]
         assert "${CLAUDE_PLUGIN_ROOT}/scripts/loom_capture.py" in hook["command"]
-        # longer than the script's own budget: 5 s for the primer, LOOM_HOOK_BUDGET (20 s)
-        assert hook["timeout"] > (5 if event == "SessionStart" else 20)
+        # longer than the script's own budget: LOOM_RECALL_BUDGET (4 s) before a prompt,
+        # LOOM_HOOK_BUDGET (20 s) elsewhere
+        assert hook["timeout"] > (4 if event == "UserPromptSubmit" else 20)
 
 
 # ---- Cursor and exported transcripts ------------------------------------------------------
@@ -371,15 +380,18 @@ def environment(server: str, ns: str, tmp_path: Path, **extra: str) -> dict[str,
     return {**env, **extra}
 
 
-def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedProcess[str]:
+def cursor_hook(
+    env: dict[str, str], event: str, transcript: Path | None, **fields: Any
+) -> subprocess.CompletedProcess[str]:
+    """The Cursor hook script run for `event` with the input Cursor writes for it."""
     hook_input = {
         "conversation_id": CONVERSATION,
         "generation_id": "26b45fb6-bdea-439c-b2dc-5e97ee00ecea",
-        "hook_event_name": "stop",
-        "status": "completed",
-        "loop_count": 0,
-        "transcript_path": str(transcript),
+        "hook_event_name": event,
         "workspace_roots": ["/home/dev/notify"],
+        "cursor_version": "2.0.77",
+        **({"transcript_path": str(transcript)} if transcript else {}),
+        **fields,
     }
     return subprocess.run(
         ["sh", str(CURSOR_HOOK)],
@@ -389,6 +401,10 @@ def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedPr
         env=env,
         timeout=60,
     )
+
+
+def cursor_stop(env: dict[str, str], transcript: Path) -> subprocess.CompletedProcess[str]:
+    return cursor_hook(env, "stop", transcript, status="completed", loop_count=0)
 
 
 CURSOR_TURNS = [

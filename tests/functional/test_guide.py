@@ -44,8 +44,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 RUN = {"sh", "bash", "python", "ts"}
 SHOWN = {"text", "json"}  # answers and layouts: nothing to run
 # Blocks that cannot run here, by page: each is a deliberate exception (README: `make run`
-# itself, and a client this machine does not have).
-NO_RUN = {"README.md": 2}
+# itself, and a client this machine does not have: its install and update steps run in
+# test_capture_plugin.py against a stand-in `claude`).
+NO_RUN = {"README.md": 3}
 DEFAULT_URL = re.compile(r"(?:localhost|127\.0\.0\.1):7777")
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s?(.*?)\s*$")
 

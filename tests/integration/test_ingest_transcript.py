@@ -233,3 +233,42 @@ def test_turns_are_embedded_in_batches(deps, embedder, pool, org):
     assert counts == {"stored": BATCH + 10}
     # One call a batch, each turn in it once (context vectors are derived from stored ones).
     assert embedder.batches == [BATCH, 10]
+
+
+def test_a_json_lines_turn_of_an_unknown_role_is_skipped_not_fatal():
+    """GIVEN JSON Lines holding, between two turns, a line of a role no turn has (a client's
+    bookkeeping) WHEN the file is read THEN the two turns are read and that line skipped."""
+    lines = [
+        '{"role": "user", "content": "hello"}',
+        '{"role": "checkpoint", "content": "saved"}',
+        '{"role": "assistant", "content": "hi"}',
+    ]
+    assert parse_transcript("\n".join(lines)) == [("user", "hello"), ("assistant", "hi")]
+
+
+def test_cursors_plain_text_transcript_is_read_without_its_thinking_and_tool_parts():
+    """GIVEN Cursor's plain-text agent transcript WHEN it is read THEN each `user:` block is
+    what the person typed (inside <user_query>) and each `A:` block the reply's text, its
+    [Thinking] lines and [Tool call] / [Tool result] parts left out."""
+    text = (
+        Path(__file__).parents[1] / "fixtures" / "capture" / "cursor-transcript.txt"
+    ).read_text()
+    assert parse_transcript(text) == [
+        ("user", "Add a retry with backoff to the webhook sender in notify/webhook.ts."),
+        ("assistant", "I'll wrap the POST in a retry loop: three attempts, doubling the delay"
+         " from 200 ms.\nDone. sendWebhook now retries 429 and 5xx answers up to three times."),
+        ("user", "Don't retry on 4xx other than 429."),
+        ("assistant", "Right: only 429 and 5xx are retried; any other 4xx fails at once."),
+    ]  # fmt: skip
+
+
+def test_brief_and_extract_need_a_server_and_a_sent_file(cli_env, pool, org, capsys, tmp_path):
+    """GIVEN --brief or --extract WHEN there is no --url, or no --sent-file to keep their
+    progress beside THEN the command exits 2 saying which, before anything is sent."""
+    f = tmp_path / "t.md"
+    f.write_text("# user\nhello\n\n# assistant\nhi\n")
+    base = ["ingest-transcript", "--namespace", "ns", "--file", str(f)]
+    assert cli.main([*base, "--extract"]) == 2
+    assert "give --url" in capsys.readouterr().err
+    assert cli.main([*base, "--brief", "session_end", "--url", "http://127.0.0.1:9"]) == 2
+    assert "give one" in capsys.readouterr().err

@@ -16,8 +16,9 @@ ROOT = Path(__file__).parents[2]
 
 # Top first. A module belongs to the layer of the longest prefix naming it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("entrypoints", ("app", "chalicelib.cli", "chalicelib.web", "chalicelib.mcp",
-                     "chalicelib.openapi", "chalicelib.sdk_codegen", "chalicelib.dashboard")),
+    ("entrypoints", ("app", "chalicelib.cli", "chalicelib.cli_http", "chalicelib.web",
+                     "chalicelib.mcp", "chalicelib.openapi", "chalicelib.sdk_codegen",
+                     "chalicelib.dashboard")),
     ("handlers", ("chalicelib.ops", "chalicelib.workers")),
     ("services", ("chalicelib.services", "chalicelib.brief", "chalicelib.extraction",
                   "chalicelib.search.turns", "chalicelib.registry", "chalicelib.auth")),

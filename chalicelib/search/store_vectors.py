@@ -145,6 +145,15 @@ def _vector_query(
     )
 
 
+def table_rows(conn: Connection) -> float:
+    """The embedding table's rows as the planner last estimated them (0 before any ANALYZE)."""
+    row = conn.execute(
+        "SELECT greatest(reltuples, 0) FROM pg_class"
+        " WHERE oid = 'loom.conversation_embeddings'::regclass"
+    ).fetchone()
+    return float(row[0]) if row else 0.0
+
+
 def bounded_exact_search(
     conn: Connection,
     f: TurnFilter,

@@ -39,6 +39,10 @@ class SearchTuning:
     stats_max: int = 50_000  # statistics kept before they are emptied
     # The vector leg: a scope up to this many embedded turns is ranked exactly.
     exact_scan_max_rows: int = 5000
+    # Or up to exact_scan_ceiling while it is at most exact_scan_share of the table: an HNSW
+    # scan would pass over the rest to find its rows.
+    exact_scan_ceiling: int = 20_000
+    exact_scan_share: float = 0.02
     large_scope_ttl_seconds: float = 60.0
     large_scopes_max: int = 10_000
     # Hybrid's fusion: the turns each leg hands it (top_k when larger), and the weight of each
@@ -59,6 +63,7 @@ class SearchCaches:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.large: Table = {}  # (filter, model, dim) of vector scopes over the exact-scan bound
+        self.table_rows: Table = {}  # the embedding table's estimated rows (one key)
         # A large lexical scope's (n, avgdl) by (filter, model), and each term's (df, rare)
         # by (filter, model, term).
         self.stats: Table = {}

@@ -17,6 +17,7 @@ from chalicelib.search.store_vectors import (
     TurnFilter,
     bounded_exact_search,
     substring_search,
+    table_rows,
     vector_search,
 )
 from chalicelib.search.store_windows import read_window_hits
@@ -117,7 +118,7 @@ def vector_leg_rows(
     common: dict[str, Any] = {"model": model, "dim": dim, "query_vec": query_vec, "k": k}
     key, rows = (filt, model, dim), None
     if not caches.fresh(caches.large, key):  # not known to be large
-        max_rows = tuning.exact_scan_max_rows
+        max_rows = _exact_scan_bound(conn, deps)
         rows = bounded_exact_search(conn, filt, **common, max_rows=max_rows, in_context=in_context)
         if rows is None:
             ttl, bound = tuning.large_scope_ttl_seconds, tuning.large_scopes_max
@@ -125,6 +126,18 @@ def vector_leg_rows(
     if rows is None:  # a large scope: the HNSW index, scanning on until k pass
         rows = vector_search(conn, filt, **common, in_context=in_context)
     return rows
+
+
+def _exact_scan_bound(conn: Any, deps: Deps) -> int:
+    """The most rows a scope may hold and be ranked exactly: exact_scan_max_rows, or more (to
+    the ceiling) while the scope is a small share of the table (decision 0004)."""
+    tuning, caches = deps.search_tuning, deps.search_caches
+    rows = caches.fresh(caches.table_rows, "rows")
+    if rows is None:
+        rows = table_rows(conn)
+        caches.keep(caches.table_rows, {"rows": rows}, tuning.large_scope_ttl_seconds, 1)
+    share = min(tuning.exact_scan_ceiling, int(tuning.exact_scan_share * rows))
+    return max(tuning.exact_scan_max_rows, share)
 
 
 def _lexical_rows(

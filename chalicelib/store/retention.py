@@ -63,8 +63,13 @@ def drop_partition(conn: Connection, name: str) -> int | None:
             conn.execute(
                 sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(DETACH_LOCK_TIMEOUT))
             )
+            # The count reads the month's ts index (its rows are long all-visible by now), the
+            # saved turns the index of saved turns: neither reads the month's rows.
             row = conn.execute(
-                sql.SQL("SELECT count(*), count(*) FILTER (WHERE is_saved) FROM {}").format(part)
+                sql.SQL(
+                    "SELECT (SELECT count(*) FROM {part}),"
+                    " EXISTS (SELECT 1 FROM {part} WHERE is_saved)"
+                ).format(part=part)
             ).fetchone()
             if row and row[1]:  # only saved turns can take a vector out of a saved search
                 conn.execute(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.harness import BenchDb, Figure, p95, say, timed, without_vector_index
-from bench.write_path import _floor as raw_appends
+from bench.write_path import floor_seconds
 from chalicelib.auth import local_caller
 from chalicelib.providers.embedder import FakeEmbedder
 from chalicelib.registry import call
@@ -146,7 +146,7 @@ def _measure(db: BenchDb, org: str, n: int, embedder: FakeEmbedder) -> dict[str,
     # The same number of raw appends: the spec's statements alone, with search's indexes (the
     # write path suite's floor), into the same table and indexes; their growth is physical.
     vectors = embedder.embed_documents([_text(rng) for _ in range(APPENDS)])
-    out["raw_appends_per_s"] = APPENDS / raw_appends(
+    out["raw_appends_per_s"] = APPENDS / floor_seconds(
         deps, f"bench-raw-{n}", range(APPENDS), vectors, indexed=True
     )
     out["index_bytes_per_turn"] = float(sizes[0] or 0) / (n + OTHER_NAMESPACES * OTHER_TURNS)

@@ -64,7 +64,7 @@ _FLOOR_INDEXED = (
 )
 
 
-def _floor(deps: Deps, org: str, rows: range, vectors: list, *, indexed: bool) -> float:
+def floor_seconds(deps: Deps, org: str, rows: range, vectors: list, *, indexed: bool) -> float:
     """Seconds for the least any append can send, as raw statements with no Loom code between
     them, in the order the spec sets (the embed runs between the two transactions, so a turn
     deleted meanwhile gets no late vector): the turn's insert under the thread lease, committed
@@ -130,8 +130,8 @@ def run(db: BenchDb, quick: bool) -> list[Figure]:
             )
         spent["append"] += time.perf_counter() - start
         spent["raw"] += _raw(deps, org, rows, vectors)
-        spent["floor"] += _floor(deps, org, rows, vectors, indexed=False)
-        spent["indexed"] += _floor(deps, org, rows, vectors, indexed=True)
+        spent["floor"] += floor_seconds(deps, org, rows, vectors, indexed=False)
+        spent["indexed"] += floor_seconds(deps, org, rows, vectors, indexed=True)
     append_rate, raw_rate, floor_rate, indexed_rate = (
         n / spent[k] for k in ("append", "raw", "floor", "indexed")
     )

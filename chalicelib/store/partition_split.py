@@ -33,13 +33,11 @@ class Remaining:
 def remaining(conn: Connection) -> Remaining:
     """Where the earlier table's bound stands, and its oldest turn's month (through its ts
     index); no bound when the table is not a partition (any more)."""
+    # A table not attached (or gone) has no partition bound: partition_upper gives NULL.
     row = conn.execute(
-        "SELECT (SELECT loom.partition_upper(c.oid) FROM pg_class c"
-        "  JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'loom'"
-        "  JOIN pg_inherits i ON i.inhrelid = c.oid WHERE c.relname = %(name)s),"
+        "SELECT loom.partition_upper(to_regclass('loom." + BEFORE + "')),"
         " (SELECT loom.month_start(min(ts)) FROM loom." + BEFORE + ")"
-        " WHERE to_regclass('loom." + BEFORE + "') IS NOT NULL",
-        {"name": BEFORE},
+        " WHERE to_regclass('loom." + BEFORE + "') IS NOT NULL"
     ).fetchone()
     if row is None:
         return Remaining(None, None)

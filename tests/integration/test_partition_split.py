@@ -121,12 +121,13 @@ def test_each_month_moves_to_its_own_partition_and_no_row_changes(database_url, 
 
 
 def test_a_month_whose_lock_is_not_had_in_time_moves_nothing_and_the_next_run_goes_on(
-    database_url,
+    database_url, loom, capsys
 ):
     """GIVEN a long read holding the transcript
-    WHEN the split runs with a 200 ms lock timeout
-    THEN it gives up on the first month (busy), nothing moved and no row changed; once the
-    read ends, the next run moves every month."""
+    WHEN the split runs with a 200 ms lock timeout (and the command with a bad one)
+    THEN it gives up on the first month (busy; the command exits 1 saying to run it again),
+    nothing moved and no row changed; a lock timeout that is no time exits 2; once the read
+    ends, the next run moves every month."""
     with earlier_turns(database_url) as url, _deps(url) as deps:
         said: list[str] = []
         with psycopg.connect(url) as reader:
@@ -135,6 +136,12 @@ def test_a_month_whose_lock_is_not_had_in_time_moves_nothing_and_the_next_run_go
                 before = _snapshot(conn)
             run = split_earlier_turns(deps, months=None, lock_timeout="200ms", say=said.append)
             assert (run.months, run.busy, run.left, said) == (0, True, 14, [])
+            assert loom(url, "partitions", "split", "--lock-timeout", "200ms") == 1
+            out = capsys.readouterr()
+            assert "Run `loom partitions split` again" in out.err
+            assert "0 month(s) moved (0 turns); 14 month(s) left" in out.out
+            assert loom(url, "partitions", "split", "--lock-timeout", "soon") == 2
+            assert "give a time such as 500ms" in capsys.readouterr().err
             with psycopg.connect(url, autocommit=True) as conn:
                 assert _snapshot(conn) == before and _rows_in(conn, BEFORE) == 39
         run = split_earlier_turns(deps, months=None, lock_timeout="200ms", say=said.append)

@@ -289,3 +289,7 @@ def test_hook_input_of_any_shape_never_breaks_a_hook(server, tmp_path, stdin):
             input=stdin, capture_output=True, text=True, env=s.env, timeout=30,
         )  # fmt: skip
         assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), event
+        # A hook logs what it catches: input that is no object is refused as such, and no
+        # field of the wrong type may raise a programming error inside it.
+        logged = s.log.read_text() if s.log.exists() else ""
+        assert not re.search(r"(Attribute|Type|Key|Index)Error", logged), (event, logged)

@@ -12,10 +12,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from chalicelib.brief.events import MAX_EVENTS
 from chalicelib.errors import LoomError
 
 EVENT_CHARS = 4000  # a brief event's text, as the Claude Code plugin cuts it
-MAX_EVENTS_PER_SAVE = 4000  # session.brief_save's bound
 MAX_MESSAGES_PER_EXTRACTION = 400  # memory.set_from_messages' bound
 LAST_MESSAGES = 20
 CONVERSATIONAL = ("user", "assistant")
@@ -80,7 +80,7 @@ def save_brief_over_http(
         {"kind": role, "text": content[:EVENT_CHARS]}
         for role, content in turns[done.count :]
         if role in CONVERSATIONAL
-    ][-MAX_EVENTS_PER_SAVE:]
+    ][-MAX_EVENTS:]
     if not events:
         return "brief: nothing new"
     body = scope(args) | {
@@ -117,10 +117,10 @@ def extract_over_http(
             "extra_tags": [f"source:{args.agent}"],
             "defer": True,
         }
-        answer = post_op(args.url, "memory.set_from_messages", body, args.timeout) if batch else {}
-        done.advance(end)
         if batch:
+            answer = post_op(args.url, "memory.set_from_messages", body, args.timeout)
             said.append(f"extraction queued {answer.get('queue_id')} ({len(batch)} turns)")
+        done.advance(end)
     return "; ".join(said) or "extraction: nothing new"
 
 

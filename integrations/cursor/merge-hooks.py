@@ -43,8 +43,9 @@ def main(argv: list[str]) -> int:
         print(f"{target} does not hold a JSON object; left as it is", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(merged(theirs, json.loads(OURS.read_text())), indent=2) + "\n")
-    print(f"{target}: Loom's hooks for {', '.join(json.loads(OURS.read_text())['hooks'])}")
+    ours = json.loads(OURS.read_text())
+    target.write_text(json.dumps(merged(theirs, ours), indent=2) + "\n")
+    print(f"{target}: Loom's hooks for {', '.join(ours['hooks'])}")
     return 0
 
 
